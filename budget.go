@@ -1,0 +1,92 @@
+package retry
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// Default size of the zero Budget.
+const (
+	defaultBudgetTokens = 10
+	defaultBudgetRatio  = 0.1
+)
+
+// Budget limits retries across every [Do] that shares it, typically one
+// Budget per downstream service, so that when that service is failing the
+// fleet stops multiplying its load. First attempts are never refused: a
+// Budget limits retries, not traffic.
+//
+// It is the token bucket of gRPC's client retry throttling (gRFC A6). The
+// bucket holds up to maxTokens and starts full. Each failed attempt that the
+// Classifier would retry takes one token; each success gives back tokenRatio;
+// a retry is allowed only while more than maxTokens/2 tokens remain. In a
+// steady state it starts to refuse retries once the share of failing attempts
+// passes tokenRatio/(1+tokenRatio): about 9% for a ratio of 0.1.
+//
+// The zero Budget is ready to use, as NewBudget(10, 0.1). A Budget is safe
+// for concurrent use and takes no lock: when all is well, a success costs one
+// atomic load.
+type Budget struct {
+	maxTokens, ratio float64       // zero means the default; set only by NewBudget
+	deficit          atomic.Uint64 // float64 bits of maxTokens − tokens, so that zero is a full bucket
+}
+
+// NewBudget returns a full Budget of maxTokens that gives back tokenRatio
+// per success. Both must be positive and finite, and tokenRatio at most
+// maxTokens.
+func NewBudget(maxTokens, tokenRatio float64) (*Budget, error) {
+	switch {
+	case !(maxTokens > 0) || math.IsInf(maxTokens, 0):
+		return nil, fmt.Errorf("retry: NewBudget: maxTokens %v is not a positive finite number", maxTokens)
+	case !(tokenRatio > 0) || math.IsInf(tokenRatio, 0):
+		return nil, fmt.Errorf("retry: NewBudget: tokenRatio %v is not a positive finite number", tokenRatio)
+	case tokenRatio > maxTokens:
+		return nil, fmt.Errorf("retry: NewBudget: tokenRatio %v is above maxTokens %v", tokenRatio, maxTokens)
+	}
+	return &Budget{maxTokens: maxTokens, ratio: tokenRatio}, nil
+}
+
+func (b *Budget) limits() (maxTokens, ratio float64) {
+	if b.maxTokens == 0 {
+		return defaultBudgetTokens, defaultBudgetRatio
+	}
+	return b.maxTokens, b.ratio
+}
+
+// Tokens returns how many tokens the bucket holds now, for metrics.
+func (b *Budget) Tokens() float64 {
+	maxTokens, _ := b.limits()
+	return maxTokens - math.Float64frombits(b.deficit.Load())
+}
+
+// allow reports whether a retry may go ahead.
+func (b *Budget) allow() bool {
+	maxTokens, _ := b.limits()
+	return math.Float64frombits(b.deficit.Load()) < maxTokens/2
+}
+
+// failed takes a token for a failed attempt.
+func (b *Budget) failed() {
+	maxTokens, _ := b.limits()
+	b.update(func(deficit float64) float64 { return min(deficit+1, maxTokens) })
+}
+
+// succeeded gives back a ratio of a token.
+func (b *Budget) succeeded() {
+	_, ratio := b.limits()
+	b.update(func(deficit float64) float64 { return max(deficit-ratio, 0) })
+}
+
+// update applies f to the deficit with a compare-and-swap loop. A full
+// bucket that stays full is only read, so a healthy service costs every
+// caller one shared, unwritten cache line.
+func (b *Budget) update(f func(deficit float64) float64) {
+	for {
+		old := b.deficit.Load()
+		next := math.Float64bits(f(math.Float64frombits(old)))
+		if next == old || b.deficit.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}

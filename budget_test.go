@@ -1,0 +1,161 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retrytest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewBudgetRejectsBadArguments(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ maxTokens, ratio float64 }{
+		{0, 0.1}, {-1, 0.1}, {math.NaN(), 0.1}, {math.Inf(1), 0.1},
+		{10, 0}, {10, -0.1}, {10, math.NaN()}, {10, math.Inf(1)},
+		{10, 11},
+	}
+	for _, c := range cases {
+		b, err := retry.NewBudget(c.maxTokens, c.ratio)
+		assert.Error(t, err, "NewBudget(%v, %v)", c.maxTokens, c.ratio)
+		assert.Nil(t, b)
+	}
+	_, err := retry.NewBudget(10, 11)
+	assert.EqualError(t, err, "retry: NewBudget: tokenRatio 11 is above maxTokens 10")
+	b, err := retry.NewBudget(10, 10)
+	require.NoError(t, err)
+	assert.Equal(t, 10.0, b.Tokens())
+}
+
+// attemptsPerCall runs calls sequential Do calls of op, each with up to four
+// attempts, and returns the mean attempts per call and the share of calls
+// that succeeded in the end. Time is synctest's, so the waits cost nothing.
+func attemptsPerCall(t *testing.T, calls int, op func(context.Context) error, b *retry.Budget) (attempts, success float64) {
+	t.Helper()
+	var total, ok int
+	synctest.Test(t, func(t *testing.T) {
+		for range calls {
+			tr, err := retry.Do(context.Background(), op, retry.Policy{MaxAttempts: 4, Budget: b})
+			total += tr.Attempts()
+			if err == nil {
+				ok++
+			}
+		}
+	})
+	return float64(total) / float64(calls), float64(ok) / float64(calls)
+}
+
+func TestBudgetStopsRetriesAgainstADeadService(t *testing.T) {
+	t.Parallel()
+	down := retrytest.Always(errUnavailable).Call
+	without, _ := attemptsPerCall(t, 10000, down, nil)
+	assert.Equal(t, 4.0, without)
+
+	b, err := retry.NewBudget(10, 0.1)
+	require.NoError(t, err)
+	with, _ := attemptsPerCall(t, 10000, down, b)
+	assert.LessOrEqual(t, with, 1.01, "attempts per call with a budget")
+	assert.Equal(t, 0.0, b.Tokens(), "a dead service drains the bucket")
+}
+
+func TestBudgetBarelyBindsAtFivePercentFailures(t *testing.T) {
+	t.Parallel()
+	flaky := func(seed uint64) func(context.Context) error {
+		r := rand.New(rand.NewPCG(seed, seed))
+		return func(context.Context) error {
+			if r.Float64() < 0.05 {
+				return errUnavailable
+			}
+			return nil
+		}
+	}
+	_, without := attemptsPerCall(t, 10000, flaky(5), nil)
+	b, err := retry.NewBudget(10, 0.1)
+	require.NoError(t, err)
+	_, with := attemptsPerCall(t, 10000, flaky(5), b)
+	assert.InDelta(t, without, with, 0.005, "final success rate %.4f with the budget, %.4f without", with, without)
+}
+
+func TestBudgetRefusalIsReportedAndKeepsTheLastError(t *testing.T) {
+	t.Parallel()
+	b, err := retry.NewBudget(2, 0.1) // a retry needs more than 1 token
+	require.NoError(t, err)
+	op := retrytest.Always(errUnavailable)
+	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Budget: b})
+	require.ErrorIs(t, err, retry.ErrBudgetExhausted)
+	require.ErrorIs(t, err, errUnavailable)
+	assert.EqualError(t, err, "retry: gave up after 1 attempt, retry budget exhausted: "+errUnavailable.Error())
+	assert.Equal(t, "retry budget exhausted", tr.Reason())
+	assert.Equal(t, 1, op.Calls())
+}
+
+func TestBudgetNeverRefusesAFirstAttempt(t *testing.T) {
+	t.Parallel()
+	var b retry.Budget // the zero Budget: 10 tokens, ratio 0.1
+	for range 20 {
+		_, _ = retrytest.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{Budget: &b})
+	}
+	require.Equal(t, 0.0, b.Tokens())
+	op := retrytest.Script()
+	_, err := retry.Do(context.Background(), op.Call, retry.Policy{Budget: &b})
+	require.NoError(t, err)
+	assert.Equal(t, 1, op.Calls())
+	assert.InDelta(t, 0.1, b.Tokens(), 1e-9, "a success gives back tokenRatio")
+}
+
+func TestBudgetRefillsToItsCap(t *testing.T) {
+	t.Parallel()
+	var b retry.Budget
+	_, _ = retrytest.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{MaxAttempts: 3, Budget: &b})
+	assert.InDelta(t, 7, b.Tokens(), 1e-9, "three failed attempts take three tokens")
+	for range 100 {
+		_, _ = retry.Do(context.Background(), retrytest.Script().Call, retry.Policy{Budget: &b})
+	}
+	assert.Equal(t, 10.0, b.Tokens())
+}
+
+func TestPermanentErrorsDoNotDrainTheBudget(t *testing.T) {
+	t.Parallel()
+	var b retry.Budget
+	for range 50 {
+		_, err := retry.Do(context.Background(), retrytest.Always(retry.Permanent(errBadRequest)).Call, retry.Policy{Budget: &b})
+		require.ErrorIs(t, err, errBadRequest)
+	}
+	assert.Equal(t, 10.0, b.Tokens(), "a 400 says nothing about the service's health")
+}
+
+func TestBudgetUnderConcurrentUse(t *testing.T) {
+	t.Parallel()
+	b, err := retry.NewBudget(100, 0.5)
+	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 0))
+				for range 500 {
+					_, err := retry.Do(context.Background(), func(context.Context) error {
+						if r.Float64() < 0.3 {
+							return errUnavailable
+						}
+						return nil
+					}, retry.Policy{Budget: b})
+					if err != nil && !errors.Is(err, errUnavailable) {
+						t.Errorf("unexpected error %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+	tokens := b.Tokens()
+	assert.GreaterOrEqual(t, tokens, 0.0)
+	assert.LessOrEqual(t, tokens, 100.0)
+}

@@ -1,0 +1,192 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retrytest"
+)
+
+// Do retries a flaky call until it succeeds.
+func ExampleDo() {
+	calls := 0
+	callService := func(ctx context.Context) error {
+		calls++
+		if calls < 3 {
+			return errors.New("503 service unavailable")
+		}
+		return nil
+	}
+
+	p := retry.Policy{Jitter: retry.NoJitter} // NoJitter only so that the output is the same every run
+
+	// In a service: trace, err := retry.Do(ctx, callService, p).
+	// The examples call retrytest.Do, the same loop on a fake clock, so that
+	// they wait no real time.
+	trace, err := retrytest.Do(context.Background(), callService, p)
+	fmt.Println(err)
+	fmt.Println(trace)
+	// Output:
+	// <nil>
+	// 3 attempts, waits [200ms 400ms], 600ms, ok
+}
+
+// Do gives up when attempts run out; the error says why and keeps the last
+// failure.
+func ExampleDo_exhausted() {
+	errDown := errors.New("connection refused")
+	_, err := retrytest.Do(context.Background(), func(context.Context) error { return errDown }, retry.Policy{})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, retry.ErrExhausted), errors.Is(err, errDown))
+	// Output:
+	// retry: gave up after 4 attempts: connection refused
+	// true true
+}
+
+// DoValue returns the value of the successful attempt.
+func ExampleDoValue() {
+	type order struct{ ID string }
+	calls := 0
+	load := func(ctx context.Context) (order, error) {
+		calls++
+		if calls == 1 {
+			return order{}, errors.New("timeout")
+		}
+		return order{ID: "A-1"}, nil
+	}
+
+	o, trace, err := retrytest.DoValue(context.Background(), load, retry.Policy{})
+	fmt.Println(o.ID, err, trace.Attempts())
+	// Output:
+	// A-1 <nil> 2
+}
+
+// When retries run out, serve cached data instead of failing the user: the
+// error and the Trace still say that it happened, for logs and metrics.
+func ExampleDoValue_fallback() {
+	cached := []string{"yesterday's feed"}
+	fetch := func(ctx context.Context) ([]string, error) { return nil, errors.New("503") }
+
+	feed, trace, err := retrytest.DoValue(context.Background(), fetch, retry.Policy{MaxAttempts: 2})
+	if errors.Is(err, retry.ErrExhausted) {
+		feed = cached
+	}
+	fmt.Println(feed, "|", trace.Reason(), "|", err)
+	// Output:
+	// [yesterday's feed] | attempts exhausted | retry: gave up after 2 attempts: 503
+}
+
+// A Policy is a plain value: zero fields take their defaults, so set only
+// what differs.
+func ExamplePolicy() {
+	p := retry.Policy{
+		MaxAttempts:    5,
+		BaseDelay:      100 * time.Millisecond,
+		MaxDelay:       2 * time.Second,
+		MaxElapsed:     10 * time.Second,
+		AttemptTimeout: time.Second,
+		Jitter:         retry.BandJitter(0.3),
+	}
+	fmt.Println(p.Validate())
+	fmt.Println(retry.Policy{Factor: 0.5}.Validate())
+	// Output:
+	// <nil>
+	// retry: invalid policy: Factor 0.5 is below 1: waits would shrink
+}
+
+// Policy.Wait is the pure formula Do uses: here the exponential delays of
+// the zero Policy, without jitter.
+func ExamplePolicy_Wait() {
+	p := retry.Policy{Jitter: retry.NoJitter}
+	for n := 1; n <= 6; n++ {
+		fmt.Print(p.Wait(n, 0, 0), " ")
+	}
+	fmt.Println()
+	// Output:
+	// 200ms 400ms 800ms 1.6s 3.2s 5s
+}
+
+// Each jitter shapes the same exponential delay d = 1s differently; u is the
+// random draw in [0, 1).
+func ExampleJitter() {
+	s := retry.Step{Retry: 3, Delay: time.Second, Prev: 400 * time.Millisecond, Base: 200 * time.Millisecond, Max: 5 * time.Second}
+	for _, j := range []retry.Jitter{retry.NoJitter, retry.FullJitter, retry.EqualJitter, retry.BandJitter(0.3), retry.DecorrelatedJitter} {
+		fmt.Printf("%-18v u=0: %-6v u=0.5: %v\n", j, j.Wait(s, 0), j.Wait(s, 0.5))
+	}
+	// Output:
+	// NoJitter           u=0: 1s     u=0.5: 1s
+	// FullJitter         u=0: 0s     u=0.5: 500ms
+	// EqualJitter        u=0: 500ms  u=0.5: 750ms
+	// BandJitter(0.3)    u=0: 700ms  u=0.5: 1s
+	// DecorrelatedJitter u=0: 200ms  u=0.5: 700ms
+}
+
+// Permanent stops the loop at once: retrying a 400 cannot help.
+func ExamplePermanent() {
+	calls := 0
+	_, err := retry.Do(context.Background(), func(context.Context) error {
+		calls++
+		return retry.Permanent(errors.New("400 bad request"))
+	}, retry.Policy{})
+	fmt.Println(calls, err)
+	// Output:
+	// 1 400 bad request
+}
+
+// RetryAfter honours the wait a server asked for, plus the policy's own
+// jittered backoff so that clients told the same time do not return together.
+func ExampleRetryAfter() {
+	calls := 0
+	trace, err := retrytest.Do(context.Background(), func(context.Context) error {
+		calls++
+		if calls == 1 {
+			return retry.RetryAfter(errors.New("429 too many requests"), 2*time.Second)
+		}
+		return nil
+	}, retry.Policy{Jitter: retry.NoJitter})
+	fmt.Println(trace.Delays(), err)
+	// Output:
+	// [2.2s] <nil>
+}
+
+// A test steps Do through its waits on a retrytest.Clock: each wait appears
+// on Waits once its timer is set, so advancing by it cannot race.
+func Example_fakeClock() {
+	clk := retrytest.NewClock()
+	op := retrytest.Always(errors.New("503"))
+	done := make(chan error)
+	go func() {
+		_, err := retry.Do(context.Background(), op.Call, retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clk})
+		done <- err
+	}()
+	for range 2 {
+		d := <-clk.Waits()
+		fmt.Println("waiting", d)
+		clk.Add(d)
+	}
+	fmt.Println(<-done, "after", op.Calls(), "calls")
+	// Output:
+	// waiting 200ms
+	// waiting 400ms
+	// retry: gave up after 3 attempts: 503 after 3 calls
+}
+
+// A Budget shared by every call to one service stops retries when most of
+// them fail, so a fleet of clients cannot multiply the load on it.
+func ExampleBudget() {
+	budget, err := retry.NewBudget(10, 0.1)
+	if err != nil {
+		panic(err)
+	}
+	p := retry.Policy{Budget: budget}
+	down := retrytest.Always(errors.New("503"))
+	for range 5 {
+		_, _ = retrytest.Do(context.Background(), down.Call, p)
+	}
+	fmt.Println(down.Calls(), "calls for 5 requests; tokens left:", budget.Tokens())
+	// Output:
+	// 8 calls for 5 requests; tokens left: 2
+}

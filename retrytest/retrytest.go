@@ -1,0 +1,56 @@
+// Package retrytest helps test code that retries with package retry, without
+// sleeping: scripted operations that fail as told and count their calls, a
+// fake clock that shows each wait Do starts, and a seeded Jitter.
+//
+// Two ways drive Do's waits without real time. Inside testing/synctest,
+// leave Policy.Clock nil: the bubble's fake time runs the real timers.
+// Elsewhere, set Policy.Clock to a [Clock] and either call [Do], which skips
+// every wait at once, or receive from [Clock.Waits] and call Add yourself to
+// step through the waits one by one, as when a test cancels mid-wait.
+package retrytest
+
+import (
+	"context"
+	"sync"
+)
+
+// Op is an operation for retry.Do that returns a scripted error on each
+// call, then nil, and counts its calls. It is safe for concurrent use.
+type Op struct {
+	mu     sync.Mutex
+	script []error
+	always error
+	calls  int
+}
+
+// Script returns an Op whose i-th call returns errs[i], and every later call
+// nil: Script(e, e) fails twice, then succeeds.
+func Script(errs ...error) *Op {
+	return &Op{script: errs}
+}
+
+// Always returns an Op that fails with err on every call.
+func Always(err error) *Op {
+	return &Op{always: err}
+}
+
+// Call is the operation: pass o.Call to retry.Do.
+func (o *Op) Call(context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls++
+	if o.always != nil {
+		return o.always
+	}
+	if o.calls <= len(o.script) {
+		return o.script[o.calls-1]
+	}
+	return nil
+}
+
+// Calls returns how many times Call has run.
+func (o *Op) Calls() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.calls
+}
