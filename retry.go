@@ -100,7 +100,8 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 	// succeeds at once then pays nothing for them.
 	var wait time.Duration // the wait before the current attempt
 	for n := 1; ; n++ {
-		a := Attempt{Number: n, Delay: wait, Start: began}
+		a := t.next() // filled in place: a call that succeeds at once copies nothing
+		a.Number, a.Delay, a.Start = n, wait, began
 		err = p.call(opCtx, op)
 		a.Err = err
 		var ended time.Time
@@ -111,7 +112,6 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 			}
 		}
 		if err == nil {
-			t.add(a)
 			t.stop = "ok"
 			if p.Budget != nil {
 				p.Budget.succeeded()
@@ -120,14 +120,12 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 		}
 		if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
 			a.Reason = cerr.Error()
-			t.add(a)
 			t.stop, err = a.Reason, ctxStop(ctx, err, n)
 			break
 		}
 
 		d := p.Classifier(err)
 		a.Reason = d.Reason
-		t.add(a)
 		if !d.Retry {
 			t.stop = d.Reason
 			break
@@ -154,7 +152,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 			break
 		}
 		if p.OnRetry != nil {
-			p.OnRetry(ctx, a, wait)
+			p.OnRetry(ctx, *a, wait)
 		}
 		if !sl.sleep(ctx, p.Clock, wait) || ctx.Err() != nil {
 			// The wait was cut short, or the cancel raced the timer: either

@@ -31,12 +31,13 @@ type Trace struct {
 	stop  string    // why Do returned: "ok", "attempts exhausted", …
 }
 
-func (t *Trace) add(a Attempt) {
-	if a.Number == 1 {
-		t.first = a
-		return
+// next returns the slot for the next attempt, for Do to fill in place.
+func (t *Trace) next() *Attempt {
+	if t.first.Number == 0 {
+		return &t.first
 	}
-	t.rest = append(t.rest, a)
+	t.rest = append(t.rest, Attempt{})
+	return &t.rest[len(t.rest)-1]
 }
 
 // Attempts returns how many times op was called.
