@@ -24,6 +24,12 @@ const (
 // steady state it starts to refuse retries once the share of failing attempts
 // passes tokenRatio/(1+tokenRatio): about 9% for a ratio of 0.1.
 //
+// A Budget cannot tell a dead network from a dying server: when every caller
+// that shares it fails at once, it refuses all retries after about
+// maxTokens/2 failures. That is its purpose, load shedding; size it per
+// downstream service, and leave riding out a short outage to the Policy's
+// attempts and MaxElapsed.
+//
 // The zero Budget is ready to use, as NewBudget(10, 0.1). A Budget is safe
 // for concurrent use and takes no lock: when all is well, a success costs one
 // atomic load.

@@ -25,7 +25,7 @@ type Jitter interface {
 type Step struct {
 	Retry int           // 1 for the wait before the second attempt
 	Delay time.Duration // d = min(Max, Base·Factor^(Retry−1)), the exponential delay
-	Prev  time.Duration // the wait before the previous attempt; 0 before the first retry
+	Prev  time.Duration // the previous retry's jittered wait, without any Decision.After; 0 before the first retry
 	Base  time.Duration // Policy.BaseDelay
 	Max   time.Duration // Policy.MaxDelay: the cap on every wait
 }

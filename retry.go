@@ -98,7 +98,10 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 	// The loop leaves by break, not return, so that this function keeps few
 	// return statements and the compiler open-codes its defers: a call that
 	// succeeds at once then pays nothing for them.
-	var wait time.Duration // the wait before the current attempt
+	// wait is the wait before the current attempt: the callee's After, if
+	// any, plus backoff, the jittered part, which alone feeds the next
+	// Jitter so that one long Retry-After does not pin later waits at the cap.
+	var wait, backoff time.Duration
 	for n := 1; ; n++ {
 		a := t.next() // filled in place: a call that succeeds at once copies nothing
 		a.Number, a.Delay, a.Start = n, wait, began
@@ -146,7 +149,8 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 			break
 		}
 
-		wait = addSat(max(d.After, 0), p.wait(n, wait, rand.Float64()))
+		backoff = p.wait(n, backoff, rand.Float64())
+		wait = addSat(max(d.After, 0), backoff)
 		if !fits(ctx, deadline, ended, wait) {
 			t.stop, err = "deadline", &stopError{why: ErrDeadline, last: err, attempts: n, wait: wait}
 			break
