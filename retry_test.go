@@ -491,3 +491,26 @@ func TestTraceTimesTheFirstAttemptUnderMaxElapsed(t *testing.T) {
 	assert.Equal(t, "1 attempt, 10ms, ok", tr.String())
 	requireNoTimers(t, clk)
 }
+
+// recordingJitter records the steps Do asks it to shape and waits NoJitter's d.
+type recordingJitter struct{ steps *[]retry.Step }
+
+func (r recordingJitter) Wait(s retry.Step, _ float64) time.Duration {
+	*r.steps = append(*r.steps, s)
+	return s.Delay
+}
+
+// A callee's After is a floor on one wait, not part of the backoff: the next
+// Jitter sees only the previous jittered wait, or one long Retry-After would
+// pin DecorrelatedJitter at MaxDelay for good.
+func TestJitterSeesThePreviousBackoffWithoutAfter(t *testing.T) {
+	t.Parallel()
+	var steps []retry.Step
+	op := retrytest.Script(retry.RetryAfter(errUnavailable, 30*time.Second), errUnavailable)
+	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Jitter: recordingJitter{&steps}})
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{30*time.Second + 200*time.Millisecond, 400 * time.Millisecond}, tr.Delays())
+	require.Len(t, steps, 2)
+	assert.Equal(t, retry.Step{Retry: 1, Delay: 200 * time.Millisecond, Prev: 0, Base: 200 * time.Millisecond, Max: 5 * time.Second}, steps[0])
+	assert.Equal(t, 200*time.Millisecond, steps[1].Prev, "Prev = the backoff alone, not 30.2s")
+}
