@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // Do calls op until it succeeds or p says to stop, and returns the [Trace]
@@ -151,12 +153,16 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 
 		backoff = p.wait(n, backoff, rand.Float64())
 		wait = addSat(max(d.After, 0), backoff)
-		if !fits(ctx, deadline, ended, wait) {
+		// The deadline check reads the clock afresh: the Classifier's time
+		// counts, and so does OnRetry's, which may use up the slack.
+		fit := fits(ctx, p.Clock, deadline, wait)
+		if fit && p.OnRetry != nil {
+			p.OnRetry(ctx, *a, wait)
+			fit = fits(ctx, p.Clock, deadline, wait)
+		}
+		if !fit {
 			t.stop, err = "deadline", &stopError{why: ErrDeadline, last: err, attempts: n, wait: wait}
 			break
-		}
-		if p.OnRetry != nil {
-			p.OnRetry(ctx, *a, wait)
 		}
 		if !sl.sleep(ctx, p.Clock, wait) || ctx.Err() != nil {
 			// The wait was cut short, or the cancel raced the timer: either
@@ -180,14 +186,15 @@ func (p *Policy) call(ctx context.Context, op func(context.Context) error) error
 	return op(ctx)
 }
 
-// fits reports whether a wait that starts at now ends before both the
+// fits reports whether a wait that starts now ends before both the
 // MaxElapsed deadline (zero if none) and ctx's deadline. A wait that ends
 // exactly at a deadline does not fit: the next attempt would have no time.
-func fits(ctx context.Context, deadline, now time.Time, wait time.Duration) bool {
+// It reads the clock only when there is a deadline.
+func fits(ctx context.Context, clk clock.Clock, deadline time.Time, wait time.Duration) bool {
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}
-	return deadline.IsZero() || deadline.Sub(now) > wait
+	return deadline.IsZero() || deadline.Sub(now(clk)) > wait
 }
 
 // ctxStop is the error for a ctx that ended after n attempts.
