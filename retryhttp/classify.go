@@ -1,0 +1,127 @@
+package retryhttp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+
+	"github.com/stormguard/retry"
+)
+
+// DefaultClassify is the Classify of the zero [Transport]. It retries:
+//   - 408 Request Timeout, 429 Too Many Requests, 502 Bad Gateway,
+//     503 Service Unavailable and 504 Gateway Timeout;
+//   - an attempt that timed out (AttemptTimeout or MaxElapsed ran out while
+//     the caller's ctx was alive), and network timeouts;
+//   - a connection refused, reset, aborted or closed before the response
+//     (EOF), a broken pipe, an unreachable host or network, a DNS lookup
+//     that timed out or failed temporarily, and a keep-alive connection
+//     that the server closed as the request went out.
+//
+// It does not retry any other status (500 and 501 included: wrap it to opt
+// in, see the example), a TLS certificate error, a DNS name that does not
+// exist, a cancellation, or an error it does not know to be transient, such
+// as a malformed request. It decides by status code and by error type with
+// errors.Is and errors.As, never by error text (but for one error of
+// net/http that has neither type nor exported value; see the code).
+//
+// Redirects are followed by http.Client above the Transport, so each hop is
+// retried on its own and "stopped after 10 redirects" never reaches it.
+//
+// The Reason it gives is short and fixed, "503 Service Unavailable" or
+// "connection refused", so that it is safe to log.
+func DefaultClassify(resp *http.Response, err error) retry.Decision {
+	if err != nil {
+		return classifyError(err)
+	}
+	switch resp.StatusCode {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return retry.Decision{Retry: true, Reason: statusText(resp.StatusCode)}
+	}
+	return retry.Decision{Reason: statusText(resp.StatusCode)}
+}
+
+func classifyError(err error) retry.Decision {
+	yes := func(reason string) retry.Decision { return retry.Decision{Retry: true, Reason: reason} }
+	no := func(reason string) retry.Decision { return retry.Decision{Reason: reason} }
+	switch {
+	case errors.Is(err, context.Canceled):
+		return no("canceled")
+	case isCertificateError(err):
+		return no("TLS certificate error")
+	case errors.Is(err, context.DeadlineExceeded):
+		return yes("attempt timed out")
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return yes("connection refused")
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED):
+		return yes("connection reset")
+	case errors.Is(err, syscall.EPIPE):
+		return yes("broken pipe")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return yes("connection closed before response")
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, syscall.ENETDOWN):
+		return yes("network unreachable")
+	case isServerClosedIdle(err):
+		return yes("server closed idle connection")
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsTimeout || dnsErr.IsTemporary {
+			return yes("DNS lookup failed")
+		}
+		return no("DNS lookup failed")
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return yes("timeout")
+	}
+	return no("error")
+}
+
+// isCertificateError reports whether err says that the server's certificate
+// was not accepted: retrying cannot change the certificate.
+func isCertificateError(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &authority) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// serverClosedIdle is the text of net/http's errServerClosedIdle: the server
+// closed a keep-alive connection just as a request went out on it. net/http
+// retries that itself, but only for the methods of Request.isReplayable, so a
+// PUT or DELETE can surface it. It is an unexported errors.New value, which
+// net/http returns undecorated: there is no type or value to match, and this
+// is the one place where an error's text is compared.
+const serverClosedIdle = "http: server closed idle connection"
+
+func isServerClosedIdle(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == serverClosedIdle {
+			return true
+		}
+	}
+	return false
+}
+
+// statusText is the Reason for a status: "503 Service Unavailable". It
+// takes the text from net/http, not from the server, which could send
+// anything.
+func statusText(code int) string {
+	if text := http.StatusText(code); text != "" {
+		return strconv.Itoa(code) + " " + text
+	}
+	return strconv.Itoa(code)
+}

@@ -1,0 +1,143 @@
+package retryhttp_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retryhttp"
+)
+
+// flaky returns a server that answers 503 to its first n requests, then 200.
+func flaky(n int32) *httptest.Server {
+	var calls atomic.Int32
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= n {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+}
+
+// NewClient retries a GET through two 503s.
+func ExampleNewClient() {
+	srv := flaky(2)
+	defer srv.Close()
+
+	// BaseDelay is a millisecond only so that the example runs fast.
+	client := retryhttp.NewClient(retry.Policy{BaseDelay: time.Millisecond})
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
+	// Output:
+	// 200 OK hello
+}
+
+// WithTrace shows what the Transport did for one request.
+func ExampleWithTrace() {
+	srv := flaky(2)
+	defer srv.Close()
+	client := retryhttp.NewClient(retry.Policy{BaseDelay: time.Millisecond})
+
+	var trace retry.Trace
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req = req.WithContext(retryhttp.WithTrace(req.Context(), &trace))
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	for a := range trace.All() {
+		fmt.Printf("attempt %d: %q\n", a.Number, a.Reason)
+	}
+	fmt.Println(trace.Reason())
+	// Output:
+	// attempt 1: "503 Service Unavailable"
+	// attempt 2: "503 Service Unavailable"
+	// attempt 3: ""
+	// ok
+}
+
+// A POST is retried only with an idempotency key. AutoIdempotencyKey makes
+// one per request and sends it on every attempt.
+func ExampleTransport_idempotencyKey() {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		first := len(keys) == 1
+		mu.Unlock()
+		if first {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Policy:             retry.Policy{BaseDelay: time.Millisecond},
+		AutoIdempotencyKey: true,
+	}}
+	resp, err := client.Post(srv.URL+"/orders", "application/json", strings.NewReader(`{"sku":"A-1"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println(resp.Status, len(keys), "attempts, same key:", keys[0] == keys[1])
+	// Output:
+	// 201 Created 2 attempts, same key: true
+}
+
+// Classify opts in to retrying 500 Internal Server Error, for a server whose
+// contract says that a 500 is transient; everything else is left to
+// DefaultClassify.
+func ExampleTransport_classify() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Policy: retry.Policy{BaseDelay: time.Millisecond},
+		Classify: func(resp *http.Response, err error) retry.Decision {
+			if resp != nil && resp.StatusCode == http.StatusInternalServerError {
+				return retry.Decision{Retry: true, Reason: "500 Internal Server Error"}
+			}
+			return retryhttp.DefaultClassify(resp, err)
+		},
+	}}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status, "after", calls.Load(), "attempts")
+	// Output:
+	// 200 OK after 2 attempts
+}
