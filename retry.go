@@ -22,10 +22,10 @@ import (
 // attempt's error with errors.Is. After the last attempt Do returns without
 // waiting. An invalid p returns its Validate error and op is never called.
 //
-// op gets a ctx derived from ctx: it carries AttemptTimeout and MaxElapsed
-// deadlines when they are set and ends when its attempt or Do returns, so a
-// value that must outlive the attempt (a response body, a stream) needs a
-// context of its own. The ctx is also marked so that a Do inside op makes a
+// op gets a ctx derived from ctx. When AttemptTimeout or MaxElapsed is set,
+// that ctx carries their deadline and ends when its attempt (AttemptTimeout)
+// or Do (MaxElapsed) returns, so a value that must outlive the attempt, such
+// as a response body or a stream, needs a context of its own. The ctx is also marked so that a Do inside op makes a
 // single attempt and leaves retrying to this one; see [Policy.RetryNested].
 // A panic in op, in a hook, in the Jitter or in the Classifier reaches the
 // caller, and leaves no timer or goroutine behind.
