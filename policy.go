@@ -122,6 +122,14 @@ func (p *Policy) resolve() error {
 	if p.Classifier == nil {
 		p.Classifier = DefaultClassifier
 	}
+	if p.BaseDelay|p.MaxDelay|p.MaxElapsed|p.AttemptTimeout >= 0 && p.MaxDelay >= p.BaseDelay &&
+		p.Factor >= 1 && p.Factor <= math.MaxFloat64 && (p.MaxAttempts > 0 || p.MaxElapsed > 0) {
+		// Valid but for the jitter: the common case, in one test. The switch
+		// below finds which field is wrong, for the error message.
+		if b, ok := p.Jitter.(band); !ok || b.validate() == nil {
+			return nil
+		}
+	}
 	switch {
 	case p.BaseDelay < 0:
 		return invalid("BaseDelay %v is negative", p.BaseDelay)

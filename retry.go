@@ -29,8 +29,9 @@ import (
 // single attempt and leaves retrying to this one; see [Policy.RetryNested].
 // A panic in op, in a hook, in the Jitter or in the Classifier reaches the
 // caller, and leaves no timer or goroutine behind.
-func Do(ctx context.Context, op func(context.Context) error, p Policy) (Trace, error) {
-	return p.run(ctx, op)
+func Do(ctx context.Context, op func(context.Context) error, p Policy) (t Trace, err error) {
+	err = p.run(ctx, op, &t)
+	return t, err
 }
 
 // DoValue is [Do] for an op that returns a value. It returns the value of the
@@ -40,15 +41,15 @@ func Do(ctx context.Context, op func(context.Context) error, p Policy) (Trace, e
 // To serve a fallback when retries run out, as a cache or a default, test
 // the error and replace the value; the Trace and the error still tell that
 // the fallback was served (see the example).
-func DoValue[T any](ctx context.Context, op func(context.Context) (T, error), p Policy) (T, Trace, error) {
-	var v T
+func DoValue[T any](ctx context.Context, op func(context.Context) (T, error), p Policy) (v T, t Trace, err error) {
 	if op == nil {
-		return v, Trace{stop: "invalid call"}, errNilOp
+		t.stop = "invalid call"
+		return v, t, errNilOp
 	}
-	t, err := p.run(ctx, func(ctx context.Context) (err error) {
+	err = p.run(ctx, func(ctx context.Context) (err error) {
 		v, err = op(ctx)
 		return err
-	})
+	}, &t)
 	return v, t, err
 }
 
@@ -58,18 +59,22 @@ var (
 )
 
 // run is the one retry loop behind Do and DoValue. p is the caller's copy.
-func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Trace, err error) {
+func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
 	switch {
 	case op == nil:
-		return Trace{stop: "invalid call"}, errNilOp
+		t.stop = "invalid call"
+		return errNilOp
 	case ctx == nil:
-		return Trace{stop: "invalid call"}, errNilContext
+		t.stop = "invalid call"
+		return errNilContext
 	}
 	if err := p.resolve(); err != nil {
-		return Trace{stop: "invalid policy"}, err
+		t.stop = "invalid policy"
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return Trace{stop: err.Error()}, ctxStop(ctx, nil, 0)
+		t.stop = err.Error()
+		return ctxStop(ctx, nil, 0)
 	}
 
 	maxAttempts, deferred := p.MaxAttempts, false
@@ -105,7 +110,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 	// Jitter so that one long Retry-After does not pin later waits at the cap.
 	var wait, backoff time.Duration
 	for n := 1; ; n++ {
-		a := t.next() // filled in place: a call that succeeds at once copies nothing
+		a := t.next(maxAttempts) // filled in place: a call that succeeds at once copies nothing
 		a.Number, a.Delay, a.Start = n, wait, began
 		err = p.call(opCtx, op)
 		a.Err = err
@@ -164,15 +169,22 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error) (t Tra
 			t.stop, err = "deadline", &stopError{why: ErrDeadline, last: err, attempts: n, wait: wait}
 			break
 		}
-		if !sl.sleep(ctx, p.Clock, wait) || ctx.Err() != nil {
+		woke, ok := sl.sleep(ctx, p.Clock, wait)
+		if !ok || ctx.Err() != nil {
 			// The wait was cut short, or the cancel raced the timer: either
 			// way op is not called again.
 			t.stop, err = ctx.Err().Error(), ctxStop(ctx, err, n)
 			break
 		}
-		began = now(p.Clock)
+		// The next attempt starts when the wait ended: the time the timer
+		// delivered, which saves a clock read, or the end of this attempt if
+		// there was no wait.
+		began = woke
+		if began.IsZero() {
+			began = ended
+		}
 	}
-	return t, err
+	return err
 }
 
 // call runs one attempt under AttemptTimeout, if any, and releases the

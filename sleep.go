@@ -26,21 +26,22 @@ type sleeper struct {
 	timer *time.Timer
 }
 
-// sleep waits d or until ctx ends, whichever comes first, and reports
-// whether it waited the whole d. It returns as soon as ctx ends: the cancel
-// is seen at once, not at the end of the wait.
-func (s *sleeper) sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+// sleep waits d or until ctx ends, whichever comes first. It reports
+// whether it waited the whole d and, if a timer ran, the time the timer
+// delivered when it fired. It returns as soon as ctx ends: the cancel is
+// seen at once, not at the end of the wait.
+func (s *sleeper) sleep(ctx context.Context, clk clock.Clock, d time.Duration) (woke time.Time, ok bool) {
 	if d <= 0 {
-		return ctx.Err() == nil
+		return time.Time{}, ctx.Err() == nil
 	}
 	if clk != nil {
 		t := clk.Timer(d)
 		defer t.Stop()
 		select {
-		case <-t.C:
-			return true
+		case woke = <-t.C:
+			return woke, true
 		case <-ctx.Done():
-			return false
+			return time.Time{}, false
 		}
 	}
 	if s.timer == nil {
@@ -49,11 +50,11 @@ func (s *sleeper) sleep(ctx context.Context, clk clock.Clock, d time.Duration) b
 		s.timer.Reset(d)
 	}
 	select {
-	case <-s.timer.C:
-		return true
+	case woke = <-s.timer.C:
+		return woke, true
 	case <-ctx.Done():
 		s.timer.Stop()
-		return false
+		return time.Time{}, false
 	}
 }
 

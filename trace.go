@@ -31,10 +31,19 @@ type Trace struct {
 	stop  string    // why Do returned: "ok", "attempts exhausted", …
 }
 
-// next returns the slot for the next attempt, for Do to fill in place.
-func (t *Trace) next() *Attempt {
+// next returns the slot for the next attempt, for Do to fill in place. At
+// the first retry it sizes the storage for every attempt maxAttempts allows,
+// up to a bound, so that a Do allocates once however many retries follow.
+func (t *Trace) next(maxAttempts int) *Attempt {
 	if t.first.Number == 0 {
 		return &t.first
+	}
+	if t.rest == nil {
+		n := maxAttempts - 1
+		if n <= 0 || n > 16 { // no count limit, or a large one: grow as needed
+			n = 16
+		}
+		t.rest = make([]Attempt, 0, n)
 	}
 	t.rest = append(t.rest, Attempt{})
 	return &t.rest[len(t.rest)-1]
