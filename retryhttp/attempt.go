@@ -60,6 +60,7 @@ func (c *call) send(loop context.Context) (*attempt, error) {
 func (c *call) start(loop context.Context) *attempt {
 	ctx, cancel := context.WithCancelCause(c.req.Context())
 	a := &attempt{ctx: ctx, cancel: cancel}
+	c.live = a
 	if d, ok := c.limit(loop); ok {
 		if d <= 0 {
 			cancel(errAttemptTimeout)
@@ -150,9 +151,10 @@ func (a *attempt) release() {
 }
 
 // discard drains and closes the response, so that its connection can be
-// reused, and releases the attempt.
+// reused, drops it, and releases the attempt.
 func (a *attempt) discard() {
 	drain(a.resp.Body)
+	a.resp = nil
 	a.release()
 }
 

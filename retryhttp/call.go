@@ -30,6 +30,7 @@ type call struct {
 	auth      string // Authorization from Refresh, for every later attempt
 
 	n        int            // attempts started
+	live     *attempt       // the latest attempt, for abandon
 	cur      *attempt       // the latest attempt, while its response is unread
 	status   int            // the latest attempt's status; 0 if it had none
 	err      error          // the latest attempt's error; nil if it had a response
@@ -158,6 +159,26 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 		err = retry.Permanent(err)
 	}
 	return nil, timeoutAware(err)
+}
+
+// abandon releases what a panic left open, if one came up from Base,
+// GetBody or the user's code (Classify, OnRetry, the Jitter, Refresh, the
+// Logger's handler) while an attempt was in flight or its response unread:
+// the attempt's timer and ctx, and its response, closed without draining.
+// Do has released its own timers by then. Without it, the response's
+// connection would stay busy, and its reading goroutine blocked, for as
+// long as the server keeps the connection open; ending the ctx also frees
+// a response that a panicking Base got and dropped.
+func (c *call) abandon() {
+	if a := c.live; a != nil {
+		if a.resp != nil && a.resp.Body != nil {
+			a.resp.Body.Close()
+		}
+		a.release()
+	}
+	if !c.bodySent && c.req.Body != nil {
+		c.req.Body.Close()
+	}
 }
 
 func (c *call) mayRefresh() bool {

@@ -34,7 +34,8 @@ const watchdog = 10 * time.Second
 type server struct {
 	*httptest.Server
 	handlers []http.HandlerFunc
-	conns    atomic.Int32
+	conns    atomic.Int32 // connections opened
+	open     atomic.Int32 // connections neither closed nor hijacked yet
 
 	mu   sync.Mutex
 	seen []seen
@@ -51,8 +52,12 @@ func newServer(t *testing.T, handlers ...http.HandlerFunc) *server {
 	s := &server{handlers: handlers}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		if state == http.StateNew {
+		switch state {
+		case http.StateNew:
 			s.conns.Add(1)
+			s.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.open.Add(-1)
 		}
 	}
 	s.Start()

@@ -90,6 +90,7 @@ func (c *call) keyValue() string {
 
 // redactURL returns u without user info or fragment, and with the value of
 // every query parameter replaced: "https://host/p?token=REDACTED&page=REDACTED".
+// A bare parameter ("?sk_live_123") is replaced whole.
 func redactURL(u *url.URL) string {
 	if u == nil {
 		return ""
@@ -97,6 +98,9 @@ func redactURL(u *url.URL) string {
 	r := *u
 	r.User = nil
 	r.Fragment, r.RawFragment = "", ""
+	if r.Opaque != "" { // "http:user:pass@host": net/http never sends it, but say nothing of it
+		r.Opaque = "REDACTED"
+	}
 	if r.RawQuery != "" {
 		var b strings.Builder
 		for i, param := range strings.Split(r.RawQuery, "&") {
@@ -104,10 +108,13 @@ func redactURL(u *url.URL) string {
 				b.WriteByte('&')
 			}
 			name, _, hasValue := strings.Cut(param, "=")
-			b.WriteString(name)
-			if hasValue {
-				b.WriteString("=REDACTED")
+			if !hasValue {
+				// A bare parameter is as likely a token (?sk_live_…) as a flag.
+				b.WriteString("REDACTED")
+				continue
 			}
+			b.WriteString(name)
+			b.WriteString("=REDACTED")
 		}
 		r.RawQuery = b.String()
 	}

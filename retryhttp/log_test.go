@@ -23,7 +23,7 @@ func logged(buf *bytes.Buffer) *slog.Logger {
 // secretRequest is a POST that carries a secret everywhere a secret hides.
 func secretRequest(t *testing.T, base string) *http.Request {
 	t.Helper()
-	u, err := url.Parse(base + "/orders?token=secret-query&page=2")
+	u, err := url.Parse(base + "/orders?token=secret-query&page=2&sk_live_bare")
 	require.NoError(t, err)
 	u.User = url.UserPassword("alice", "secret-password")
 	req := newRequest(t, http.MethodPost, u.String(), strings.NewReader("secret-body"))
@@ -51,7 +51,7 @@ func TestLogsOneLinePerRetryAndOneOnGivingUp(t *testing.T) {
 		assert.Contains(t, line, "level=INFO")
 		assert.Contains(t, line, `msg="retryhttp: retrying request"`)
 		assert.Contains(t, line, "method=POST")
-		assert.Contains(t, line, `url="`+srv.URL+`/orders?token=REDACTED&page=REDACTED"`)
+		assert.Contains(t, line, `url="`+srv.URL+`/orders?token=REDACTED&page=REDACTED&REDACTED"`)
 		assert.Contains(t, line, "attempt="+string(rune('1'+i)))
 		assert.Contains(t, line, "status=503")
 		assert.Contains(t, line, `reason="503 Service Unavailable"`)

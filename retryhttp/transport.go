@@ -90,9 +90,19 @@ func NewClient(p retry.Policy) *http.Client {
 // both why retrying stopped (retry.ErrExhausted, retry.ErrDeadline, …) and
 // that attempt's error. An error the Transport would not retry comes marked
 // with retry.Permanent, so that an outer retry loop does not retry it either.
-// RoundTrip does not modify req, and closes its body.
+// RoundTrip does not modify req, and closes its body. A panic in Base,
+// GetBody or a hook (Classify, Policy.OnRetry, Policy.Jitter, Refresh, the
+// Logger) reaches the caller after RoundTrip has ended the attempt in
+// flight and closed its response, so that no timer, connection or
+// goroutine is left behind.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := t.newCall(req)
+	returned := false
+	defer func() {
+		if !returned { // Base or user code panicked, or called runtime.Goexit
+			c.abandon()
+		}
+	}()
 	p := t.Policy
 	if p.AttemptTimeout > 0 { // a negative one is left for Do to reject
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
@@ -102,7 +112,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
 	tr, err := retry.Do(req.Context(), c.attempt, p)
-	return c.finish(tr, err)
+	resp, err := c.finish(tr, err)
+	returned = true
+	return resp, err
 }
 
 // CloseIdleConnections closes the idle connections of Base, if it has a
