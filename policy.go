@@ -70,7 +70,9 @@ type Policy struct {
 
 	// OnRetry, if set, is called after a failed attempt that will be
 	// retried, before the wait, with the caller's ctx so that it can log or
-	// trace per request. It is never called after the last attempt.
+	// trace per request. It is never called after the last attempt. Its own
+	// time counts against MaxElapsed: if it uses up the room for the wait,
+	// Do gives up with ErrDeadline after all.
 	OnRetry func(ctx context.Context, failed Attempt, wait time.Duration)
 
 	// Budget, if set, limits retries across every Do that shares it, so that

@@ -105,6 +105,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// The loop leaves by break, not return, so that this function keeps few
 	// return statements and the compiler open-codes its defers: a call that
 	// succeeds at once then pays nothing for them.
+	//
 	// wait is the wait before the current attempt: the callee's After, if
 	// any, plus backoff, the jittered part, which alone feeds the next
 	// Jitter so that one long Retry-After does not pin later waits at the cap.
