@@ -88,7 +88,7 @@ func (c *call) answered(a *attempt) error {
 	// The timer keeps running until the response is drained or returned,
 	// so that it bounds the drain of a slow body too.
 	c.cur = a
-	c.err = &statusError{code: a.resp.StatusCode}
+	c.err = errStatus(a.resp.StatusCode)
 	c.decision = c.gate(c.retryAfter(a.resp, d))
 	return c.err
 }

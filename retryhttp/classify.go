@@ -120,6 +120,24 @@ func isServerClosedIdle(err error) bool {
 // takes the text from net/http, not from the server, which could send
 // anything.
 func statusText(code int) string {
+	if code >= 0 && code < len(statusTexts) && statusTexts[code] != "" {
+		return statusTexts[code]
+	}
+	return formatStatus(code)
+}
+
+// statusTexts holds statusText for every code that net/http names, made
+// once: every response is judged, and its Reason should cost nothing.
+var statusTexts = func() (texts [600]string) {
+	for code := range texts {
+		if http.StatusText(code) != "" {
+			texts[code] = formatStatus(code)
+		}
+	}
+	return texts
+}()
+
+func formatStatus(code int) string {
 	if text := http.StatusText(code); text != "" {
 		return strconv.Itoa(code) + " " + text
 	}

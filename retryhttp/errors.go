@@ -48,3 +48,20 @@ func (e *roundTripError) Timeout() bool {
 type statusError struct{ code int }
 
 func (e *statusError) Error() string { return statusText(e.code) }
+
+// statusErrors holds the statusError of every code from 0 to 599, made once
+// so that a retried status costs no allocation. They are never modified.
+var statusErrors = func() (errs [600]statusError) {
+	for code := range errs {
+		errs[code].code = code
+	}
+	return errs
+}()
+
+// errStatus returns the error for an attempt answered with status code.
+func errStatus(code int) error {
+	if code >= 0 && code < len(statusErrors) {
+		return &statusErrors[code]
+	}
+	return &statusError{code: code}
+}
