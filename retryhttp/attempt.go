@@ -10,27 +10,34 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// attempt is one send of the request, with a ctx of its own.
+// attempt is one send of the request.
 //
-// Do's op ctx cannot carry the request: it ends when Do returns, and the
-// body of the response returned to the caller must outlive that. So each
-// attempt's ctx derives from the request's ctx, a timer on the policy's clock
-// ends it at AttemptTimeout or MaxElapsed, and it is released when the
-// attempt's response is drained, or closed by the caller.
+// Its request carries Do's op ctx when that is enough (see needsOwnCtx), and
+// otherwise a ctx of the attempt's own, derived from the request's ctx: a
+// timer on the policy's clock ends it at AttemptTimeout or MaxElapsed, and
+// it is released when the attempt's response is drained, or closed by the
+// caller. A timed attempt always needs its own: with MaxElapsed, Do's op ctx
+// ends when Do returns, and the body of the response returned to the caller
+// must outlive that.
 type attempt struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  interface{ Stop() bool } // nil when not timed, or once stopped
-	late   bool                     // the timer fired before it was stopped
-	gen    uint64                   // the refresher's generation when it was sent
-	resp   *http.Response
+	ctx context.Context // what its request carries: &own, or Do's op ctx
+
+	// own is the attempt's own ctx, if it has one. The request carries its
+	// address, which converts to a context.Context without an allocation.
+	own    ownedCtx
+	cancel context.CancelCauseFunc // ends own; nil if the attempt has none
+
+	timer interface{ Stop() bool } // nil when not timed, or once stopped
+	late  bool                     // the timer fired before it was stopped
+	gen   uint64                   // the refresher's generation when it was sent
+	resp  *http.Response
 }
 
 // send makes one attempt and returns it once its response headers arrive.
 // On error the attempt is already released.
 func (c *call) send(loop context.Context) (*attempt, error) {
 	a := c.start(loop)
-	r, err := c.clone(a, loop)
+	r, err := c.clone(a)
 	if err == nil {
 		a.resp, err = c.base.RoundTrip(r)
 		switch {
@@ -56,15 +63,22 @@ func (c *call) send(loop context.Context) (*attempt, error) {
 	return a, nil
 }
 
-// start makes the attempt's ctx and arms its timer.
+// start begins an attempt: it makes the attempt's own ctx, if it needs one,
+// and arms its timer.
 func (c *call) start(loop context.Context) *attempt {
-	ctx, cancel := context.WithCancelCause(c.req.Context())
-	a := &attempt{ctx: ctx, cancel: cancel}
+	a := &attempt{ctx: loop}
 	c.live = a
-	if d, ok := c.limit(loop); ok {
+	d, timed := c.limit(loop)
+	if timed || c.needsOwnCtx(loop) {
+		ctx, cancel := context.WithCancelCause(c.req.Context())
+		a.own = ownedCtx{Context: ctx, loop: loop}
+		a.ctx, a.cancel = &a.own, cancel
+	}
+	if timed {
 		if d <= 0 {
-			cancel(errAttemptTimeout)
+			a.cancel(errAttemptTimeout)
 		} else {
+			cancel := a.cancel
 			a.timer = afterFunc(c.clk, d, func() { cancel(errAttemptTimeout) })
 		}
 	}
@@ -72,6 +86,23 @@ func (c *call) start(loop context.Context) *attempt {
 		a.gen = c.t.refresh.generation()
 	}
 	return a
+}
+
+// needsOwnCtx reports whether an attempt that is not timed needs a ctx of
+// its own, one that ends when the attempt is released, rather than loop, Do's
+// op ctx, which has the request's ctx and the nested-loop mark.
+//
+// It does not when loop ends only when the request's ctx does (it has the
+// same Done channel: Do put no MaxElapsed deadline on it) and Base is an
+// *http.Transport. That Transport frees the connection, and all it holds for
+// a response, once the response body is read to its end or closed, and every
+// response is one or the other here: drained for a retry, closed on a panic,
+// or returned for the caller to close. Any other Base may tie to the
+// request's ctx something that only the end of the ctx frees, so its
+// attempts get a ctx of their own, which their release ends.
+func (c *call) needsOwnCtx(loop context.Context) bool {
+	_, std := c.base.(*http.Transport)
+	return !std || loop.Done() != c.req.Context().Done()
 }
 
 // limit returns how long the next attempt may wait for its response
@@ -89,49 +120,6 @@ func (c *call) limit(loop context.Context) (time.Duration, bool) {
 	return d, ok
 }
 
-// clone returns the request to send for attempt a: a copy of the caller's,
-// on a's ctx, with a fresh body and the Transport's headers.
-func (c *call) clone(a *attempt, loop context.Context) (*http.Request, error) {
-	r := c.req.Clone(ownedCtx{Context: a.ctx, loop: loop})
-	if c.bodySent && c.req.GetBody != nil {
-		body, err := c.req.GetBody()
-		if err != nil {
-			return nil, fmt.Errorf("retryhttp: GetBody: %w", err)
-		}
-		r.Body = body
-	}
-	c.bodySent = true
-	if r.Header == nil && (c.key != "" || c.auth != "") {
-		r.Header = make(http.Header)
-	}
-	if c.key != "" {
-		r.Header.Set(c.keyHeader, c.key)
-	}
-	if c.auth != "" {
-		r.Header.Set("Authorization", c.auth)
-	}
-	return r, nil
-}
-
-// ownedCtx is the ctx an attempt's request carries: it ends with the
-// attempt, and it has the values of Do's op ctx, among them the mark that
-// tells a retry loop inside Base that this one owns retrying, so that
-// stacked retrying layers do not multiply their attempts.
-type ownedCtx struct {
-	context.Context                 // the attempt's; derived from the request's ctx
-	loop            context.Context // Do's op ctx, for its values
-}
-
-// Value looks in the attempt's ctx first, so that the context package finds
-// the attempt's own cancelCtx there and needs no goroutine to propagate
-// cancellation from it.
-func (c ownedCtx) Value(key any) any {
-	if v := c.Context.Value(key); v != nil {
-		return v
-	}
-	return c.loop.Value(key)
-}
-
 // stopTimer stops the attempt's timer, if it still runs, and reports
 // whether the attempt is in time: the timer had not fired. Once the
 // response is the caller's, only the caller's Close calls it, and then the
@@ -144,10 +132,13 @@ func (a *attempt) stopTimer() bool {
 	return !a.late
 }
 
-// release ends the attempt's ctx. Its response, if any, is then unreadable.
+// release ends the attempt's own ctx, if it has one. Its response, if any,
+// is then unreadable.
 func (a *attempt) release() {
 	a.stopTimer()
-	a.cancel(errReleased)
+	if a.cancel != nil {
+		a.cancel(errReleased)
+	}
 }
 
 // discard drains and closes the response, so that its connection can be
@@ -158,11 +149,13 @@ func (a *attempt) discard() {
 	a.release()
 }
 
-// keep readies the response for the caller: its body releases the attempt
-// when closed.
+// keep readies the response for the caller: if the attempt has a ctx of its
+// own, its body releases the attempt when closed.
 func (a *attempt) keep() *http.Response {
 	a.stopTimer()
-	a.resp.Body = releaseOnClose(a.resp.Body, a.release)
+	if a.cancel != nil {
+		a.resp.Body = releaseOnClose(a.resp.Body, a)
+	}
 	return a.resp
 }
 

@@ -19,15 +19,15 @@ func drain(body io.ReadCloser) {
 	body.Close()
 }
 
-// releaseOnClose returns body wrapped so that closing it also calls release,
+// releaseOnClose returns body wrapped so that closing it also releases a,
 // which ends the attempt's ctx. A body with nothing to read is released now.
 // The body of a 101 Switching Protocols response is writable, and stays so.
-func releaseOnClose(body io.ReadCloser, release func()) io.ReadCloser {
+func releaseOnClose(body io.ReadCloser, a *attempt) io.ReadCloser {
 	if body == nil || body == http.NoBody {
-		release()
+		a.release()
 		return body
 	}
-	b := &releasingBody{ReadCloser: body, release: release}
+	b := &releasingBody{ReadCloser: body, a: a}
 	if rw, ok := body.(io.ReadWriteCloser); ok {
 		return &releasingRWBody{releasingBody: b, w: rw}
 	}
@@ -36,12 +36,12 @@ func releaseOnClose(body io.ReadCloser, release func()) io.ReadCloser {
 
 type releasingBody struct {
 	io.ReadCloser
-	release func() // safe to call more than once, and concurrently
+	a *attempt // its release is safe to call more than once, and concurrently
 }
 
 func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.release()
+	b.a.release()
 	return err
 }
 

@@ -29,6 +29,9 @@ type call struct {
 	refreshed bool   // Refresh ran for this request
 	auth      string // Authorization from Refresh, for every later attempt
 
+	sendHeader http.Header // the header attempts send, when the Transport sets one
+	sendAuth   string      // the auth that sendHeader carries
+
 	n        int            // attempts started
 	live     *attempt       // the latest attempt, for abandon
 	cur      *attempt       // the latest attempt, while its response is unread
@@ -167,8 +170,9 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 // the attempt's timer and ctx, and its response, closed without draining.
 // Do has released its own timers by then. Without it, the response's
 // connection would stay busy, and its reading goroutine blocked, for as
-// long as the server keeps the connection open; ending the ctx also frees
-// a response that a panicking Base got and dropped.
+// long as the server keeps the connection open; ending the attempt's own
+// ctx also frees a response that a panicking Base got and dropped (an
+// *http.Transport, which gets no such ctx, never does that).
 func (c *call) abandon() {
 	if a := c.live; a != nil {
 		if a.resp != nil && a.resp.Body != nil {

@@ -2,7 +2,7 @@
 // policy, jitter, deadlines and Trace of package retry.
 //
 // A [Transport] wraps an [http.RoundTripper]; [NewClient] puts one in an
-// [http.Client]. Each attempt sends a clone of the request, with a fresh
+// [http.Client]. Each attempt sends a copy of the request, with a fresh
 // body from Request.GetBody. [Transport.Classify], [DefaultClassify] unless
 // set, decides which failures are worth another attempt: transient network
 // errors, per-attempt timeouts, and 408, 429, 502, 503 and 504.
