@@ -10,6 +10,7 @@ require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/sethvargo/go-retry v0.5.0
 	github.com/stormguard/retry v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
