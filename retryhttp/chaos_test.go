@@ -142,22 +142,14 @@ type chaosServer struct {
 	mu       sync.Mutex
 	arrivals map[int][]arrival // by request id
 
-	conns, open atomic.Int64 // opened; neither closed nor hijacked yet
+	connCount
 }
 
 func newChaosServer(t *testing.T) *chaosServer {
 	t.Helper()
 	s := &chaosServer{stop: make(chan struct{}), arrivals: make(map[int][]arrival)}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		switch state {
-		case http.StateNew:
-			s.conns.Add(1)
-			s.open.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			s.open.Add(-1)
-		}
-	}
+	s.Config.ConnState = s.track
 	// The server's own log would report the resets and broken pipes that
 	// are the point of the test.
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)

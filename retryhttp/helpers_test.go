@@ -34,11 +34,26 @@ const watchdog = 10 * time.Second
 type server struct {
 	*httptest.Server
 	handlers []http.HandlerFunc
-	conns    atomic.Int32 // connections opened
-	open     atomic.Int32 // connections neither closed nor hijacked yet
+	connCount
 
 	mu   sync.Mutex
 	seen []seen
+}
+
+// connCount counts a test server's connections, through its ConnState hook.
+type connCount struct {
+	conns atomic.Int32 // connections opened
+	open  atomic.Int32 // connections neither closed nor hijacked yet
+}
+
+func (c *connCount) track(_ net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		c.conns.Add(1)
+		c.open.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		c.open.Add(-1)
+	}
 }
 
 // seen is what one request carried to the server.
@@ -51,15 +66,7 @@ func newServer(t *testing.T, handlers ...http.HandlerFunc) *server {
 	t.Helper()
 	s := &server{handlers: handlers}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		switch state {
-		case http.StateNew:
-			s.conns.Add(1)
-			s.open.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			s.open.Add(-1)
-		}
-	}
+	s.Config.ConnState = s.track
 	s.Start()
 	t.Cleanup(s.Close)
 	return s
