@@ -55,5 +55,6 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 func requireNoTimers(t *testing.T, clk *retrytest.Clock) {
 	t.Helper()
 	before := clk.Now()
-	require.Equal(t, before, clk.WaitForAllTimers(), "a timer was left running on the clock")
+	require.Zero(t, clk.Pending(), "a timer was left running on the clock")
+	_ = before
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/benbjohnson/clock"
 )
 
 // Defaults that a zero field of [Policy] stands for.
@@ -66,7 +64,7 @@ type Policy struct {
 	// Tests inject a *clock.Mock (see package retrytest) or leave it nil and
 	// run inside testing/synctest. A ctx deadline is read on this clock, so a
 	// test that gives ctx a deadline makes it with the same clock.
-	Clock clock.Clock
+	Clock Clock
 
 	// OnRetry, if set, is called after a failed attempt that will be
 	// retried, before the wait, with the caller's ctx so that it can log or

@@ -186,7 +186,7 @@ type move struct {
 
 func (m mockTime) pass(ctx context.Context, d time.Duration) {
 	if dl, ok := ctx.Deadline(); ok {
-		d = min(d, m.Until(dl)) // op ends at its deadline, as one that honours its ctx does
+		d = min(d, dl.Sub(m.Now())) // op ends at its deadline, as one that honours its ctx does
 	}
 	if d > 0 {
 		mv := move{d, make(chan struct{})}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
-
-	"github.com/benbjohnson/clock"
 )
 
 // Do calls op until it succeeds or p says to stop, and returns the [Trace]
@@ -203,7 +201,7 @@ func (p *Policy) call(ctx context.Context, op func(context.Context) error) error
 // MaxElapsed deadline (zero if none) and ctx's deadline. A wait that ends
 // exactly at a deadline does not fit: the next attempt would have no time.
 // It reads the clock only when there is a deadline.
-func fits(ctx context.Context, clk clock.Clock, deadline time.Time, wait time.Duration) bool {
+func fits(ctx context.Context, clk Clock, deadline time.Time, wait time.Duration) bool {
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}

@@ -4,16 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/benbjohnson/clock"
 )
 
 // Time in Do goes through these helpers. A nil clock means the real one and
 // takes the standard library's path directly: it is the fast path, and
-// testing/synctest fakes it. A non-nil clock, typically a *clock.Mock, drives
-// every wait and deadline of the loop.
+// testing/synctest fakes it. A non-nil clock, typically a fake in a test,
+// drives every wait and deadline of the loop.
 
-func now(clk clock.Clock) time.Time {
+func now(clk Clock) time.Time {
 	if clk == nil {
 		return time.Now()
 	}
@@ -27,19 +25,19 @@ type sleeper struct {
 }
 
 // sleep waits d or until ctx ends, whichever comes first. It reports
-// whether it waited the whole d and, if a timer ran, the time the timer
+// whether it waited the whole d and, on the real clock, the time the timer
 // delivered when it fired. It returns as soon as ctx ends: the cancel is
 // seen at once, not at the end of the wait.
-func (s *sleeper) sleep(ctx context.Context, clk clock.Clock, d time.Duration) (woke time.Time, ok bool) {
+func (s *sleeper) sleep(ctx context.Context, clk Clock, d time.Duration) (woke time.Time, ok bool) {
 	if d <= 0 {
 		return time.Time{}, ctx.Err() == nil
 	}
 	if clk != nil {
-		t := clk.Timer(d)
-		defer t.Stop()
+		w, cancel := clk.WithTimeout(context.Background(), d)
+		defer cancel()
 		select {
-		case woke = <-t.C:
-			return woke, true
+		case <-w.Done():
+			return time.Time{}, true
 		case <-ctx.Done():
 			return time.Time{}, false
 		}
@@ -67,72 +65,79 @@ func (s *sleeper) stop() {
 }
 
 // withDeadline is context.WithDeadline on clk's time.
-func withDeadline(clk clock.Clock, parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+func withDeadline(clk Clock, parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	if clk == nil {
 		return context.WithDeadline(parent, deadline)
 	}
 	if cur, ok := parent.Deadline(); ok && !cur.After(deadline) {
 		return context.WithCancel(parent) // the parent ends first anyway
 	}
-	c := &clockCtx{parent: parent, deadline: deadline, done: make(chan struct{})}
-	d := clk.Until(deadline)
-	c.mu.Lock() // either callback may run at once on another goroutine
+	timer, stopTimer := clk.WithDeadline(context.Background(), deadline)
+	c := &clockCtx{parent: parent, deadline: deadline, timer: timer, stopTimer: stopTimer}
+	c.mu.Lock() // the callback may run at once on another goroutine
 	c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
-	if d > 0 {
-		c.timer = clk.AfterFunc(d, func() { c.cancel(context.DeadlineExceeded) })
-	}
 	c.mu.Unlock()
-	if d <= 0 {
-		c.cancel(context.DeadlineExceeded)
-	}
 	return c, func() { c.cancel(context.Canceled) }
 }
 
 // withTimeout is context.WithTimeout on clk's time.
-func withTimeout(clk clock.Clock, parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func withTimeout(clk Clock, parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if clk == nil {
 		return context.WithTimeout(parent, d)
 	}
 	return withDeadline(clk, parent, clk.Now().Add(d))
 }
 
-// clockCtx is a context whose deadline is kept by an injected clock. The
-// clock package has its own, but it reads its error field without a lock,
-// which the race detector rightly reports when a test advances a mock clock
-// while Do reads ctx.Err().
+// clockCtx is a context whose deadline is kept by an injected clock. Its
+// Done channel is the one of the clock's own deadline context, which closes
+// at the deadline or when clockCtx ends for another reason (it then cancels
+// that context), so that no goroutine stands between a fake clock that
+// reaches the deadline and op seeing its ctx end. It never reads Err of the
+// clock's context: some fakes (benbjohnson/clock's) read their error field
+// without a lock. Err is worked out here, under a lock of its own.
 type clockCtx struct {
 	parent     context.Context
 	deadline   time.Time
-	done       chan struct{}
+	timer      context.Context // its Done closes at the deadline
+	stopTimer  context.CancelFunc
 	stopParent func() bool
 
-	mu    sync.Mutex
-	err   error
-	timer *clock.Timer
+	mu  sync.Mutex
+	err error // set when clockCtx ended for a reason other than its deadline
 }
 
+// cancel ends c with err, unless it has ended already.
 func (c *clockCtx) cancel(err error) {
 	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
+	if c.err == nil {
+		select {
+		case <-c.timer.Done(): // the deadline came first
+			c.err = context.DeadlineExceeded
+		default:
+			c.err = err
+		}
 	}
-	c.err = err
-	close(c.done)
-	t, stopParent := c.timer, c.stopParent
+	stopParent := c.stopParent
 	c.mu.Unlock()
-	if t != nil {
-		t.Stop()
+	c.stopTimer()
+	if stopParent != nil {
+		stopParent()
 	}
-	stopParent()
 }
 
 func (c *clockCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *clockCtx) Done() <-chan struct{}       { return c.done }
+func (c *clockCtx) Done() <-chan struct{}       { return c.timer.Done() }
 func (c *clockCtx) Value(key any) any           { return c.parent.Value(key) }
 
 func (c *clockCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err == nil {
+		select {
+		case <-c.timer.Done():
+			c.err = context.DeadlineExceeded
+		default:
+		}
+	}
 	return c.err
 }

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/benbjohnson/clock"
+	"github.com/stormguard/retry"
 )
 
 // attempt is one send of the request.
@@ -159,21 +159,34 @@ func (a *attempt) keep() *http.Response {
 	return a.resp
 }
 
-func afterFunc(clk clock.Clock, d time.Duration, f func()) interface{ Stop() bool } {
+func afterFunc(clk retry.Clock, d time.Duration, f func()) interface{ Stop() bool } {
 	if clk == nil {
 		return time.AfterFunc(d, f)
 	}
-	return clk.AfterFunc(d, f)
+	ctx, cancel := clk.WithDeadline(context.Background(), clk.Now().Add(d))
+	return clockTimer{context.AfterFunc(ctx, f), cancel}
 }
 
-func until(clk clock.Clock, t time.Time) time.Duration {
+// clockTimer is a timer on an injected clock.
+type clockTimer struct {
+	stop   func() bool
+	cancel context.CancelFunc
+}
+
+func (t clockTimer) Stop() bool {
+	ok := t.stop()
+	t.cancel()
+	return ok
+}
+
+func until(clk retry.Clock, t time.Time) time.Duration {
 	if clk == nil {
 		return time.Until(t)
 	}
-	return clk.Until(t)
+	return t.Sub(clk.Now())
 }
 
-func now(clk clock.Clock) time.Time {
+func now(clk retry.Clock) time.Time {
 	if clk == nil {
 		return time.Now()
 	}

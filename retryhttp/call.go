@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/stormguard/retry"
 )
 
@@ -16,7 +15,7 @@ type call struct {
 	t        *Transport
 	req      *http.Request
 	base     http.RoundTripper
-	clk      clock.Clock // nil: the real clock
+	clk      retry.Clock // nil: the real clock
 	timeout  time.Duration
 	classify func(*http.Response, error) retry.Decision
 	trace    *retry.Trace // where to store the Trace, from WithTrace; may be nil

@@ -2,35 +2,95 @@ package retrytest
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
-
-	"github.com/benbjohnson/clock"
-	"github.com/stormguard/retry"
 )
 
-// Clock is a fake clock for Policy.Clock that tells when Do starts a wait.
+// Clock is a fake [retry.Clock] that tells when Do starts a wait, and can
+// skip each wait by itself.
+//
+// Time moves only when Add says so, or, on a clock from [NewAutoClock], when
+// a wait starts: it then jumps to the end of that wait at once. Either way
+// it only moves forward, and Add is safe to call from many goroutines at
+// once (concurrent calls take turns), so one Clock may be shared by every
+// Do of a test, as a Policy is. A deadline that time reaches ends its
+// context before Add returns.
+//
+// A Clock starts at the real time it was made, so that a ctx deadline made
+// with the real clock (context.WithTimeout) lies as far ahead of it as in
+// production: Do fails fast with ErrDeadline when a wait would pass it.
 //
 // Driving a plain *clock.Mock against Do races: a test that calls Add before
-// Do has set its timer moves time past a wait that then never ends. Clock
-// removes the race: it sends each wait on Waits only once the timer is set,
-// so advancing by the received duration always ends that wait.
+// Do has started its wait moves time past a wait that then never ends.
+// Clock removes the race: it sends each wait on Waits only once its timer is
+// set, so advancing by the received duration always ends that wait.
 type Clock struct {
-	*clock.Mock
+	auto  bool
 	waits chan time.Duration
+
+	advance sync.Mutex // held by Add, so that concurrent Adds take turns
+
+	mu     sync.Mutex
+	now    time.Time
+	timers []*timerCtx // pending, by deadline
 }
 
-// NewClock returns a Clock at the Unix epoch.
+// NewClock returns a Clock that moves only when Add is called.
 func NewClock() *Clock {
 	// The buffer lets Do run ahead of a test that reads late; a test that
 	// starts more unread waits than this blocks Do until it reads.
-	return &Clock{Mock: clock.NewMock(), waits: make(chan time.Duration, 1024)}
+	return &Clock{now: time.Now().Round(0), waits: make(chan time.Duration, 1024)}
 }
 
-// Timer implements clock.Clock; Do calls it to start a wait.
-func (c *Clock) Timer(d time.Duration) *clock.Timer {
-	t := c.Mock.Timer(d)
-	c.waits <- d
-	return t
+// NewAutoClock returns a Clock that ends each wait of Do as soon as it
+// starts, by moving time to its end, so that a test needs no goroutine to
+// drive it: an HTTP client with a retrying Transport, say, called straight
+// from the test. Deadlines (MaxElapsed, AttemptTimeout) do not move it: only
+// waits do, and deadlines that time passes on the way end then. Its Waits
+// channel stays empty.
+func NewAutoClock() *Clock {
+	c := NewClock()
+	c.auto = true
+	return c
+}
+
+// Now returns the clock's current time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Add moves time forward by d, ending every context whose deadline it
+// reaches, in deadline order, before it returns. A negative d counts as 0.
+func (c *Clock) Add(d time.Duration) {
+	c.advance.Lock()
+	defer c.advance.Unlock()
+	c.mu.Lock()
+	target := c.now.Add(max(d, 0))
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		if len(c.timers) == 0 || c.timers[0].deadline.After(target) {
+			c.now = target
+			c.mu.Unlock()
+			return
+		}
+		t := c.timers[0]
+		c.timers = c.timers[1:]
+		c.now = t.deadline
+		c.mu.Unlock()
+		t.cancel(context.DeadlineExceeded)
+	}
+}
+
+// Pending returns how many deadlines and waits are set and have neither
+// been reached nor released: zero once every Do has cleaned up after itself.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
 }
 
 // Waits yields the length of each wait that Do starts on c, once its timer
@@ -39,47 +99,127 @@ func (c *Clock) Waits() <-chan time.Duration {
 	return c.waits
 }
 
-// Do runs retry.Do on a fake clock and ends each of its waits at once, so a
-// test sees the whole loop, waits included, without sleeping. It uses
-// p.Clock if that is a *Clock, and a new Clock otherwise. A panic in op is
-// raised again in the caller's goroutine. Do moves the clock itself, so op
-// must not: a test whose attempts take fake time steps the clock by hand
-// through Waits instead.
-func Do(ctx context.Context, op func(context.Context) error, p retry.Policy) (trace retry.Trace, err error) {
-	drive(&p, func() { trace, err = retry.Do(ctx, op, p) })
-	return trace, err
+// WithDeadline implements [retry.Clock]: the context ends when time reaches
+// d, when parent ends, or when cancel is called.
+func (c *Clock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	t := c.start(parent, d)
+	return t, func() { t.cancel(context.Canceled) }
 }
 
-// DoValue is [Do] for retry.DoValue.
-func DoValue[T any](ctx context.Context, op func(context.Context) (T, error), p retry.Policy) (v T, trace retry.Trace, err error) {
-	drive(&p, func() { v, trace, err = retry.DoValue(ctx, op, p) })
-	return v, trace, err
-}
-
-// drive runs call on its own goroutine with p.Clock set to a *Clock, and
-// advances that clock through each wait until call returns.
-func drive(p *retry.Policy, call func()) {
-	c, ok := p.Clock.(*Clock)
-	if !ok {
-		c = NewClock()
-		p.Clock = c
+// WithTimeout implements [retry.Clock]. Do calls it for its waits only: a
+// Clock sends d on Waits, or, from NewAutoClock, moves time by d at once.
+func (c *Clock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	t := c.start(parent, c.Now().Add(d))
+	if c.auto {
+		c.Add(d)
+	} else {
+		c.waits <- d
 	}
-	var panicV any
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() { panicV = recover() }()
-		call()
-	}()
-	for {
-		select {
-		case <-done:
-			if panicV != nil {
-				panic(panicV)
-			}
-			return
-		case d := <-c.waits:
-			c.Add(d)
+	return t, func() { t.cancel(context.Canceled) }
+}
+
+// start makes a context that ends at deadline and registers it.
+func (c *Clock) start(parent context.Context, deadline time.Time) *timerCtx {
+	t := &timerCtx{clock: c, parent: parent, deadline: deadline, done: make(chan struct{})}
+	c.mu.Lock()
+	if !deadline.After(c.now) {
+		c.mu.Unlock()
+		t.cancel(context.DeadlineExceeded)
+		return t
+	}
+	i, _ := slices.BinarySearchFunc(c.timers, deadline, func(t *timerCtx, d time.Time) int {
+		if t.deadline.After(d) {
+			return 1
 		}
+		return -1 // equal deadlines keep the order they were set in
+	})
+	c.timers = slices.Insert(c.timers, i, t)
+	c.mu.Unlock()
+	if parent.Done() != nil {
+		stop := context.AfterFunc(parent, func() { t.cancel(parent.Err()) })
+		t.mu.Lock()
+		t.stopParent = stop
+		t.mu.Unlock()
+	}
+	return t
+}
+
+// forget removes t from the pending timers, if it is there.
+func (c *Clock) forget(t *timerCtx) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.timers, t); i >= 0 {
+		c.timers = slices.Delete(c.timers, i, i+1)
+	}
+}
+
+// timerCtx is a context that ends at a deadline on a Clock.
+type timerCtx struct {
+	clock    *Clock
+	parent   context.Context
+	deadline time.Time
+	done     chan struct{}
+
+	mu         sync.Mutex
+	err        error
+	stopParent func() bool
+	afterFuncs []func()
+}
+
+func (t *timerCtx) cancel(err error) {
+	t.mu.Lock()
+	if t.err != nil {
+		t.mu.Unlock()
+		return
+	}
+	t.err = err
+	close(t.done)
+	stopParent, fs := t.stopParent, t.afterFuncs
+	t.afterFuncs = nil
+	t.mu.Unlock()
+	t.clock.forget(t)
+	if stopParent != nil {
+		stopParent()
+	}
+	for _, f := range fs {
+		if f != nil { // nil: stopped
+			f()
+		}
+	}
+}
+
+func (t *timerCtx) Deadline() (time.Time, bool) { return t.deadline, true }
+func (t *timerCtx) Done() <-chan struct{}       { return t.done }
+func (t *timerCtx) Value(key any) any           { return t.parent.Value(key) }
+
+func (t *timerCtx) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// AfterFunc lets context.AfterFunc, and the contexts that the context
+// package derives from this one, learn that it ended without a goroutine
+// each to watch it.
+func (t *timerCtx) AfterFunc(f func()) (stop func() bool) {
+	t.mu.Lock()
+	if t.err != nil {
+		t.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	// Each registration gets its own slot, so that stop finds it by index
+	// even after other registrations are stopped.
+	id := len(t.afterFuncs)
+	t.afterFuncs = append(t.afterFuncs, f)
+	t.mu.Unlock()
+	return func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.err != nil || t.afterFuncs[id] == nil {
+			return false
+		}
+		t.afterFuncs[id] = nil
+		return true
 	}
 }

@@ -97,7 +97,9 @@ func TestWaitsAreSentOnceTheTimerIsSet(t *testing.T) {
 		clk := retrytest.NewClock()
 		fired := make(chan struct{})
 		go func() {
-			<-clk.Timer(time.Second).C
+			w, cancel := clk.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			<-w.Done()
 			close(fired)
 		}()
 		clk.Add(<-clk.Waits())
