@@ -3,6 +3,7 @@ package retry
 import (
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 )
 
@@ -95,4 +96,63 @@ func (b *Budget) update(f func(deficit float64) float64) {
 			return
 		}
 	}
+}
+
+// Default size of the zero Budgets.
+const defaultBudgetKeys = 1024
+
+// Budgets keeps one [Budget] per key, a downstream host or a tenant, so
+// that the failures of one cannot use up the retries of the others: a
+// single Budget is shared fate for everything that shares it.
+//
+// It holds at most maxKeys Budgets. When a new key comes and it is full, it
+// forgets one of the others; a key that comes back then starts with a full
+// bucket, which errs on the side of retrying. So traffic to any number of
+// keys (a webhook sender's user-supplied hosts) cannot grow its memory.
+//
+// The zero Budgets is ready to use, as NewBudgets(10, 0.1, 1024). A Budgets
+// is safe for concurrent use.
+type Budgets struct {
+	maxTokens, ratio float64 // zero means the default; set only by NewBudgets
+	maxKeys          int
+
+	mu sync.Mutex
+	m  map[string]*Budget
+}
+
+// NewBudgets returns a Budgets whose Budgets hold maxTokens and give back
+// tokenRatio per success, as NewBudget's do, for at most maxKeys keys.
+func NewBudgets(maxTokens, tokenRatio float64, maxKeys int) (*Budgets, error) {
+	if _, err := NewBudget(maxTokens, tokenRatio); err != nil {
+		return nil, fmt.Errorf("retry: NewBudgets: %w", err)
+	}
+	if maxKeys <= 0 {
+		return nil, fmt.Errorf("retry: NewBudgets: maxKeys %d is not positive", maxKeys)
+	}
+	return &Budgets{maxTokens: maxTokens, ratio: tokenRatio, maxKeys: maxKeys}, nil
+}
+
+// Get returns the Budget of key, made on first use.
+func (bs *Budgets) Get(key string) *Budget {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b, ok := bs.m[key]; ok {
+		return b
+	}
+	maxKeys := bs.maxKeys
+	if maxKeys == 0 {
+		maxKeys = defaultBudgetKeys
+	}
+	if bs.m == nil {
+		bs.m = make(map[string]*Budget)
+	}
+	if len(bs.m) >= maxKeys {
+		for k := range bs.m { // map order is random: any one will do
+			delete(bs.m, k)
+			break
+		}
+	}
+	b := &Budget{maxTokens: bs.maxTokens, ratio: bs.ratio}
+	bs.m[key] = b
+	return b
 }

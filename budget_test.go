@@ -93,7 +93,7 @@ func TestBudgetRefusalIsReportedAndKeepsTheLastError(t *testing.T) {
 	require.ErrorIs(t, err, retry.ErrBudgetExhausted)
 	require.ErrorIs(t, err, errUnavailable)
 	assert.EqualError(t, err, "retry: gave up after 1 attempt, retry budget exhausted: "+errUnavailable.Error())
-	assert.Equal(t, "retry budget exhausted", tr.Reason())
+	assert.Equal(t, retry.StopBudget, tr.Stop())
 	assert.Equal(t, 1, op.Calls())
 }
 

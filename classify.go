@@ -3,26 +3,38 @@ package retry
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"reflect"
+	"syscall"
 	"time"
 )
 
-// Classifier decides what to do about an error returned by an attempt.
-// Do calls it only for non-nil errors, and only while the caller's ctx is
-// alive: once that ctx has ended, Do stops whatever the Classifier would say.
-type Classifier func(err error) Decision
+// Classifier decides what to do about a failed attempt.
+//
+// Do calls it with the caller's ctx and the attempt that failed: its Number,
+// Wait, Start, Duration and Err (never nil) are set, its Reason not yet. It
+// is called only while ctx is alive: once ctx has ended, Do stops whatever
+// the Classifier would say. It gets the whole Attempt, not just the error,
+// so that it can decide by attempt number ("retry a 409 once") or by time,
+// and so that Attempt can gain fields without breaking any Classifier.
+type Classifier func(ctx context.Context, failed Attempt) Decision
 
 // Decision is a [Classifier]'s verdict on one failed attempt.
 type Decision struct {
 	// Retry says whether another attempt may help.
 	Retry bool
-	// After is the least wait the callee asked for (a Retry-After, say).
-	// Do waits After plus the policy's jittered backoff, so that clients told
-	// the same After do not return in lockstep. That may exceed MaxDelay, but
-	// never MaxElapsed or the ctx deadline: a wait that would pass either
-	// ends Do at once with ErrDeadline.
-	After time.Duration
-	// Reason is a short text kept in the Trace ("503", "permanent", …).
-	// It is logged, so it must hold no secrets.
+	// RetryAfter is the least wait the callee asked for (an HTTP
+	// Retry-After, a gRPC pushback). Do waits RetryAfter plus the jittered
+	// backoff, so that clients told the same RetryAfter do not return in
+	// lockstep. That may exceed MaxBackoff, but never MaxElapsed or the ctx
+	// deadline: a wait that would pass either ends Do at once with
+	// ErrDeadline.
+	RetryAfter time.Duration
+	// Reason is a short, fixed text kept in the Trace ("503 Service
+	// Unavailable", "connection refused", "permanent"). It is logged, so it
+	// must hold no secrets: never an error's message, which may quote a URL
+	// or a value.
 	Reason string
 }
 
@@ -34,8 +46,12 @@ type Decision struct {
 //   - anything else is retried.
 //
 // It looks for markers through wrapped and joined errors, by type, never by
-// message text.
-func DefaultClassifier(err error) Decision {
+// message text. Its Reason names the kind of failure without quoting the
+// error: "connection refused", "connection reset", "timeout", "EOF", "DNS
+// lookup failed", the Go type of an error it does not know
+// ("*pgconn.PgError"), or "error" when even that says nothing.
+func DefaultClassifier(_ context.Context, a Attempt) Decision {
+	err := a.Err
 	if err == nil {
 		return Decision{Reason: "ok"}
 	}
@@ -49,9 +65,54 @@ func DefaultClassifier(err error) Decision {
 		return Decision{Retry: true, Reason: "attempt timed out"}
 	}
 	if ra, ok := find[*retryAfterError](err); ok {
-		return Decision{Retry: true, After: ra.after, Reason: "retry after"}
+		return Decision{Retry: true, RetryAfter: ra.after, Reason: "retry after"}
 	}
-	return Decision{Retry: true, Reason: "error"}
+	return Decision{Retry: true, Reason: kind(err)}
+}
+
+// kind names the failure err stands for, from its type and the values it
+// wraps, never from its text.
+func kind(err error) string {
+	if errno, ok := find[syscall.Errno](err); ok {
+		switch errno {
+		case syscall.ECONNREFUSED:
+			return "connection refused"
+		case syscall.ECONNRESET, syscall.ECONNABORTED:
+			return "connection reset"
+		case syscall.EPIPE:
+			return "broken pipe"
+		case syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN:
+			return "network unreachable"
+		}
+	}
+	if _, ok := find[*net.DNSError](err); ok {
+		return "DNS lookup failed"
+	}
+	if t, ok := find[interface{ Timeout() bool }](err); ok && t.Timeout() {
+		return "timeout"
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return "EOF"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
+	}
+	if _, ok := find[*net.OpError](err); ok {
+		return "network error"
+	}
+	for { // the innermost error of a chain says the most
+		u := errors.Unwrap(err)
+		if u == nil {
+			break
+		}
+		err = u
+	}
+	switch name := reflect.TypeOf(err).String(); name {
+	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		return "error" // the types of errors.New, fmt.Errorf and errors.Join say nothing
+	default:
+		return name
+	}
 }
 
 // Permanent marks err as not worth retrying: Do returns it at once. It
@@ -71,7 +132,7 @@ func (e *permanentError) Unwrap() error { return e.err }
 // RetryAfter marks err as retryable no sooner than d from now, as when a
 // server answers 429 or 503 with a Retry-After header. It returns nil for a
 // nil err; a negative d counts as 0. errors.Is and errors.As see through the
-// mark. See [Decision.After] for how Do bounds the wait.
+// mark. See [Decision.RetryAfter] for how Do bounds the wait.
 func RetryAfter(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -90,7 +151,7 @@ func (e *retryAfterError) Unwrap() error { return e.err }
 // find returns the first error of type T in err's tree, in the order
 // errors.As walks it. Unlike errors.As it needs no pointer to a target, which
 // would escape to the heap: a classification allocates nothing.
-func find[T error](err error) (T, bool) {
+func find[T any](err error) (T, bool) {
 	for err != nil {
 		if t, ok := err.(T); ok {
 			return t, true

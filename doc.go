@@ -3,7 +3,7 @@
 //
 // [Do] calls op; when op fails with an error the [Classifier] deems
 // transient, Do waits and calls it again. Each wait grows exponentially from
-// [Policy.BaseDelay] by [Policy.Factor] up to [Policy.MaxDelay], and a
+// [Policy.BaseBackoff] by [Policy.Factor] up to [Policy.MaxBackoff], and a
 // [Jitter] spreads it so that clients that failed at the same instant do not
 // come back at the same instant. A wait the callee asks for ([RetryAfter]) is
 // honoured, within the deadline.

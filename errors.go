@@ -9,12 +9,18 @@ import (
 // Why Do gave up. The error Do returns matches one of these with errors.Is,
 // and matches the last attempt's error too.
 var (
+	// ErrGaveUp is matched by every error of a Do that gave up on an error
+	// it would have retried: ErrExhausted, ErrDeadline and
+	// ErrBudgetExhausted. Test it to serve a fallback.
+	ErrGaveUp = errors.New("retry: gave up")
+
 	// ErrExhausted means every attempt that MaxAttempts allows has failed.
 	ErrExhausted = errors.New("retry: attempts exhausted")
 
 	// ErrDeadline means the next wait would pass MaxElapsed or the ctx
 	// deadline, so Do returned at once instead of sleeping into a certain
-	// failure.
+	// failure. When the ctx deadline was the one in the way, the error
+	// matches context.DeadlineExceeded too.
 	ErrDeadline = errors.New("retry: next wait would pass the deadline")
 
 	// ErrBudgetExhausted means the Policy's Budget refused a retry: too many
@@ -26,48 +32,122 @@ var (
 	ErrInvalidPolicy = errors.New("retry: invalid policy")
 )
 
-// stopError is what Do returns when it gives up on a retryable error: the
-// reason it stopped and the last attempt's error, both visible to errors.Is.
-type stopError struct {
-	why      error // ErrExhausted, ErrDeadline, ErrBudgetExhausted or ctx.Err()
-	cause    error // context.Cause, when it says more than ctx.Err()
-	last     error // the last attempt's error; nil if ctx ended before any
-	attempts int
-	wait     time.Duration // the wait that would not fit, for ErrDeadline
+// StopReason says why [Do] returned. [Trace.Stop] gives it for every call,
+// and a [StopError] carries it. It is a closed set of values, so that code
+// can switch on it; the Classifier's free text is in [Attempt.Reason].
+type StopReason uint8
+
+// The reasons Do returns for. The zero value is StopNone: no Do has filled
+// the Trace.
+const (
+	StopNone StopReason = iota
+	// StopSuccess: an attempt succeeded; Do returns nil.
+	StopSuccess
+	// StopNotRetryable: the Classifier would not retry the last error, which
+	// Do returns as it is.
+	StopNotRetryable
+	// StopExhausted: MaxAttempts were used up ([ErrExhausted]).
+	StopExhausted
+	// StopDeadline: the next wait would pass MaxElapsed or the ctx deadline
+	// ([ErrDeadline]).
+	StopDeadline
+	// StopBudget: the Budget refused a retry ([ErrBudgetExhausted]).
+	StopBudget
+	// StopContextDone: the caller's ctx ended, before an attempt or during
+	// a wait; the error matches ctx.Err() and context.Cause(ctx).
+	StopContextDone
+	// StopDeferred: Do ran inside another Do's op and left retrying to that
+	// loop after one attempt (see [Policy.RetryNested]).
+	StopDeferred
+	// StopInvalid: the Policy or the call was invalid; op was never called.
+	StopInvalid
+	// StopPanicked: op or a hook panicked; only [Policy.OnDone] sees it.
+	StopPanicked
+)
+
+var stopText = [...]string{
+	StopNone:         "none",
+	StopSuccess:      "ok",
+	StopNotRetryable: "not retried",
+	StopExhausted:    "attempts exhausted",
+	StopDeadline:     "deadline",
+	StopBudget:       "retry budget exhausted",
+	StopContextDone:  "context done",
+	StopDeferred:     "deferred to outer retry loop",
+	StopInvalid:      "invalid",
+	StopPanicked:     "panicked",
 }
 
-func (e *stopError) Error() string {
+// String returns a short text for logs: "ok", "attempts exhausted", …
+func (s StopReason) String() string {
+	if int(s) < len(stopText) {
+		return stopText[s]
+	}
+	return "StopReason(" + strconv.Itoa(int(s)) + ")"
+}
+
+// StopError is the error Do returns when it stops retrying an error it
+// would have retried: attempts, time or budget ran out, the ctx ended, or a
+// nested Do deferred to its outer loop. (An error the Classifier will not
+// retry comes back as it is.) errors.Is matches it against the sentinel of
+// its Stop ([ErrExhausted], [ErrDeadline], [ErrBudgetExhausted], ctx.Err()),
+// against [ErrGaveUp] when Do gave up, and against the last attempt's error.
+type StopError struct {
+	Stop     StopReason
+	Attempts int           // how many times op was called
+	Wait     time.Duration // for StopDeadline: the wait that did not fit
+	Err      error         // the last attempt's error; nil if ctx ended before any
+
+	ctxErr error // for StopContextDone: ctx.Err(); for StopDeadline by the ctx's deadline: context.DeadlineExceeded
+	cause  error // context.Cause, when it says more than ctx.Err()
+}
+
+// Error reads "retry: gave up after 4 attempts: <last error>". A deferred
+// Do's error reads as the last attempt's error alone, so that stacked layers
+// do not repeat the prefix.
+func (e *StopError) Error() string {
 	var b []byte
-	switch e.why {
-	case ErrExhausted:
+	switch e.Stop {
+	case StopDeferred:
+		if e.Err == nil {
+			return "retry: deferred to outer retry loop"
+		}
+		return e.Err.Error()
+	case StopExhausted:
 		b = append(b, "retry: gave up after "...)
-		b = appendAttempts(b, e.attempts)
-	case ErrDeadline:
+		b = appendAttempts(b, e.Attempts)
+	case StopDeadline:
 		b = append(b, "retry: gave up after "...)
-		b = appendAttempts(b, e.attempts)
+		b = appendAttempts(b, e.Attempts)
 		b = append(b, ", next wait "...)
-		b = append(b, e.wait.String()...)
+		b = append(b, e.Wait.String()...)
 		b = append(b, " would pass the deadline"...)
-	case ErrBudgetExhausted:
+	case StopBudget:
 		b = append(b, "retry: gave up after "...)
-		b = appendAttempts(b, e.attempts)
+		b = appendAttempts(b, e.Attempts)
 		b = append(b, ", retry budget exhausted"...)
-	default: // the ctx ended
+	default: // StopContextDone
 		b = append(b, "retry: "...)
-		b = append(b, e.why.Error()...)
+		if e.ctxErr != nil {
+			b = append(b, e.ctxErr.Error()...)
+		} else {
+			b = append(b, e.Stop.String()...)
+		}
 		if e.cause != nil {
 			b = append(b, " ("...)
 			b = append(b, e.cause.Error()...)
 			b = append(b, ')')
 		}
-		if e.attempts == 0 {
+		if e.Attempts == 0 || e.Err == nil {
 			return string(append(b, " before the first attempt"...))
 		}
 		b = append(b, " after "...)
-		b = appendAttempts(b, e.attempts)
+		b = appendAttempts(b, e.Attempts)
 	}
-	b = append(b, ": "...)
-	b = append(b, e.last.Error()...)
+	if e.Err != nil {
+		b = append(b, ": "...)
+		b = append(b, e.Err.Error()...)
+	}
 	return string(b)
 }
 
@@ -79,11 +159,25 @@ func appendAttempts(b []byte, n int) []byte {
 	return append(b, " attempts"...)
 }
 
-// Unwrap gives errors.Is and errors.As the stop reason, the ctx's cause and
-// the last attempt's error.
-func (e *stopError) Unwrap() []error {
-	errs := make([]error, 0, 3)
-	for _, err := range []error{e.why, e.cause, e.last} {
+// Is reports whether target is [ErrGaveUp] and e gave up.
+func (e *StopError) Is(target error) bool {
+	return target == ErrGaveUp && (e.Stop == StopExhausted || e.Stop == StopDeadline || e.Stop == StopBudget)
+}
+
+// Unwrap gives errors.Is and errors.As the stop reason's sentinel, the
+// ctx's error and cause, and the last attempt's error.
+func (e *StopError) Unwrap() []error {
+	var why error
+	switch e.Stop {
+	case StopExhausted:
+		why = ErrExhausted
+	case StopDeadline:
+		why = ErrDeadline
+	case StopBudget:
+		why = ErrBudgetExhausted
+	}
+	errs := make([]error, 0, 4)
+	for _, err := range [...]error{why, e.ctxErr, e.cause, e.Err} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -74,7 +74,7 @@ func ExampleDoValue_fallback() {
 	if errors.Is(err, retry.ErrExhausted) {
 		feed = cached
 	}
-	fmt.Println(feed, "|", trace.Reason(), "|", err)
+	fmt.Println(feed, "|", trace.Stop(), "|", err)
 	// Output:
 	// [yesterday's feed] | attempts exhausted | retry: gave up after 2 attempts: 503
 }
@@ -84,8 +84,8 @@ func ExampleDoValue_fallback() {
 func ExamplePolicy() {
 	p := retry.Policy{
 		MaxAttempts:    5,
-		BaseDelay:      100 * time.Millisecond,
-		MaxDelay:       2 * time.Second,
+		BaseBackoff:    100 * time.Millisecond,
+		MaxBackoff:     2 * time.Second,
 		MaxElapsed:     10 * time.Second,
 		AttemptTimeout: time.Second,
 		Jitter:         retry.BandJitter(0.3),
@@ -94,7 +94,7 @@ func ExamplePolicy() {
 	fmt.Println(retry.Policy{Factor: 0.5}.Validate())
 	// Output:
 	// <nil>
-	// retry: invalid policy: Factor 0.5 is below 1: waits would shrink
+	// retry: invalid policy: Factor 0.5 is below 1: backoffs would shrink
 }
 
 // Policy.Wait is the pure formula Do uses: here the exponential delays of
@@ -112,7 +112,7 @@ func ExamplePolicy_Wait() {
 // Each jitter shapes the same exponential delay d = 1s differently; u is the
 // random draw in [0, 1).
 func ExampleJitter() {
-	s := retry.Step{Retry: 3, Delay: time.Second, Prev: 400 * time.Millisecond, Base: 200 * time.Millisecond, Max: 5 * time.Second}
+	s := retry.Step{N: 3, Backoff: time.Second, PrevWait: 400 * time.Millisecond, BaseBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
 	for _, j := range []retry.Jitter{retry.NoJitter, retry.FullJitter, retry.EqualJitter, retry.BandJitter(0.3), retry.DecorrelatedJitter} {
 		fmt.Printf("%-18v u=0: %-6v u=0.5: %v\n", j, j.Wait(s, 0), j.Wait(s, 0.5))
 	}
@@ -147,7 +147,7 @@ func ExampleRetryAfter() {
 		}
 		return nil
 	}, retry.Policy{Jitter: retry.NoJitter})
-	fmt.Println(trace.Delays(), err)
+	fmt.Println(trace.Waits(), err)
 	// Output:
 	// [2.2s] <nil>
 }

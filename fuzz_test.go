@@ -28,9 +28,9 @@ func fuzzPolicy(base int64, factor float64, maxDelay int64, attempts int, maxEla
 	js := fuzzJitters(spread)
 	return retry.Policy{
 		MaxAttempts:    attempts,
-		BaseDelay:      time.Duration(base),
+		BaseBackoff:    time.Duration(base),
 		Factor:         factor,
-		MaxDelay:       time.Duration(maxDelay),
+		MaxBackoff:     time.Duration(maxDelay),
 		MaxElapsed:     time.Duration(maxElapsed),
 		AttemptTimeout: time.Duration(attemptTimeout),
 		Jitter:         js[int(jitter)%len(js)],
@@ -45,7 +45,7 @@ func fuzzJitters(spread float64) []retry.Jitter {
 		retry.EqualJitter,
 		retry.DecorrelatedJitter,
 		retry.BandJitter(spread),
-		retry.DecorrelatedJitter + 1, // a built-in value with no name: waits d, as NoJitter
+		retry.DecorrelatedJitter + 1, // a JitterKind with no name: Validate rejects it
 	}
 }
 
@@ -58,12 +58,15 @@ type effective struct {
 }
 
 func effectiveOf(p retry.Policy) effective {
-	e := effective{attempts: p.MaxAttempts, base: p.BaseDelay, maxDelay: p.MaxDelay, factor: p.Factor}
+	e := effective{attempts: p.MaxAttempts, base: p.BaseBackoff, maxDelay: p.MaxBackoff, factor: p.Factor}
 	if e.attempts == 0 {
 		e.attempts = 4
 	}
 	if e.base == 0 {
 		e.base = 200 * time.Millisecond
+		if e.maxDelay > 0 {
+			e.base = min(e.base, e.maxDelay) // the default base fits under a MaxBackoff that is set
+		}
 	}
 	if e.factor == 0 {
 		e.factor = 2
@@ -80,10 +83,10 @@ func invalidFields(p retry.Policy, spread float64) []string {
 	e := effectiveOf(p)
 	var bad []string
 	if e.base < 0 {
-		bad = append(bad, "BaseDelay")
+		bad = append(bad, "BaseBackoff")
 	}
 	if e.maxDelay < 0 || e.maxDelay < e.base {
-		bad = append(bad, "MaxDelay")
+		bad = append(bad, "MaxBackoff")
 	}
 	if math.IsNaN(e.factor) || math.IsInf(e.factor, 0) || e.factor < 1 {
 		bad = append(bad, "Factor")
@@ -94,10 +97,10 @@ func invalidFields(p retry.Policy, spread float64) []string {
 	if p.AttemptTimeout < 0 {
 		bad = append(bad, "AttemptTimeout")
 	}
-	if p.MaxAttempts < 0 && p.MaxElapsed == 0 {
+	if p.MaxAttempts < 0 && (p.MaxElapsed == 0 || e.base < retry.MinUnboundedWait) {
 		bad = append(bad, "MaxAttempts")
 	}
-	if isBand(p.Jitter) && !(spread >= 0 && spread <= 1) {
+	if isBand(p.Jitter) && !(spread >= 0 && spread <= 1) || p.Jitter == retry.DecorrelatedJitter+1 {
 		bad = append(bad, "Jitter")
 	}
 	return bad
@@ -122,7 +125,7 @@ func atMost(w, bound time.Duration) bool  { return w <= bound || w-bound <= boun
 func atLeast(w, bound time.Duration) bool { return w >= bound || bound-w <= bound>>50+1 }
 
 // FuzzPolicyWait: any Policy and any step is either rejected by Validate,
-// naming a field that is wrong, or gives waits within [0, MaxDelay] that
+// naming a field that is wrong, or gives waits within [0, MaxBackoff] that
 // follow the jitter's formula; and a Do on a valid one sleeps only such waits.
 func FuzzPolicyWait(f *testing.F) {
 	// A few seeds in code; the interesting ones are in testdata/fuzz.
@@ -166,19 +169,19 @@ func checkJitterFormula(t *testing.T, p retry.Policy, e effective, spread float6
 	t.Helper()
 	flat := p
 	flat.Jitter = retry.NoJitter
-	d := flat.Wait(n, prev, u) // min(MaxDelay, BaseDelay·Factor^(n−1))
+	d := flat.Wait(n, prev, u) // min(MaxBackoff, BaseBackoff·Factor^(n−1))
 	if n < math.MaxInt {
 		next := flat.Wait(n+1, prev, u)
 		require.GreaterOrEqual(t, next, d, "NoJitter Wait(%d) = %v < Wait(%d) = %v: the delay shrank", n+1, next, n, d)
 	}
 	first := flat.Wait(1, prev, u)
-	require.True(t, atLeast(first, e.base) && atMost(first, e.base), "NoJitter Wait(1) = %v, want BaseDelay %v", first, e.base)
+	require.True(t, atLeast(first, e.base) && atMost(first, e.base), "NoJitter Wait(1) = %v, want BaseBackoff %v", first, e.base)
 
 	w := p.Wait(n, prev, u)
 	switch j := p.Jitter; {
 	case j == nil || j == retry.FullJitter:
 		require.True(t, atMost(w, d), "FullJitter Wait(%d) = %v, want within [0, %v]", n, w, d)
-	case j == retry.NoJitter || j == retry.DecorrelatedJitter+1:
+	case j == retry.NoJitter:
 		require.Equal(t, d, w, "%v Wait(%d) = %v, want %v", j, n, w, d)
 	case j == retry.EqualJitter:
 		require.True(t, atLeast(w, d/2) && atMost(w, d), "EqualJitter Wait(%d) = %v, want within [%v, %v]", n, w, d/2, d)
@@ -199,7 +202,7 @@ func checkJitterFormula(t *testing.T, p retry.Policy, e effective, spread float6
 const fuzzCalls = 4
 
 // checkDoWaits runs Do on the fake clock with an op that always fails and
-// checks that it sleeps only waits within [0, MaxDelay], as many as it
+// checks that it sleeps only waits within [0, MaxBackoff], as many as it
 // retries, within MaxElapsed.
 func checkDoWaits(t *testing.T, p retry.Policy, e effective) {
 	t.Helper()
@@ -229,9 +232,9 @@ func checkDoWaits(t *testing.T, p retry.Policy, e effective) {
 		require.LessOrEqual(t, calls, limit, "calls under %+v", p)
 	}
 	require.Equal(t, calls, tr.Attempts(), "Trace.Attempts()")
-	delays := tr.Delays()
-	require.Len(t, delays, calls-1, "Trace.Delays() = %v after %d calls", delays, calls)
-	require.Equal(t, announced, delays, "Trace.Delays() = %v, OnRetry saw %v", delays, announced)
+	delays := tr.Waits()
+	require.Len(t, delays, calls-1, "Trace.Waits() = %v after %d calls", delays, calls)
+	require.Equal(t, announced, delays, "Trace.Waits() = %v, OnRetry saw %v", delays, announced)
 	var slept time.Duration
 	for i, d := range delays {
 		require.True(t, d >= 0 && d <= e.maxDelay, "wait %d = %v, want within [0, %v] for %+v", i+1, d, e.maxDelay, p)
@@ -267,10 +270,10 @@ func FuzzClassify(f *testing.F) {
 		}
 		m, err := buildError(prog)
 		want := m.decision()
-		got := retry.DefaultClassifier(err)
+		got := retry.DefaultClassifier(context.Background(), retry.Attempt{Err: err})
 		require.Equal(t, want, got, "DefaultClassifier(%s)", m)
 
-		p := retry.Policy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Second, Jitter: retry.NoJitter}
+		p := retry.Policy{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: time.Second, Jitter: retry.NoJitter}
 		checkDoDecides(t, err, m, want, p)
 		p.MaxElapsed = time.Minute
 		checkDoDecides(t, err, m, want, p)
@@ -300,13 +303,14 @@ func checkDoDecides(t *testing.T, opErr error, m *errNode, d retry.Decision, p r
 	case m == nil:
 		require.True(t, err == nil, "Do with a nil error failed")
 		require.Equal(t, 1, calls)
-		require.Equal(t, "ok", tr.Reason())
+		require.Equal(t, retry.StopSuccess, tr.Stop())
 		return
 	case !d.Retry:
 		require.Equal(t, 1, calls, "Do retried %s, which DefaultClassifier will not retry", m)
 		require.True(t, sameError(err, opErr), "Do must return a non-retryable error as it is: %s", m)
-		require.Equal(t, d.Reason, tr.Reason())
-		require.Empty(t, tr.Delays())
+		require.Equal(t, retry.StopNotRetryable, tr.Stop())
+		require.Equal(t, d.Reason, tr.Last().Reason)
+		require.Empty(t, tr.Waits())
 		return
 	}
 
@@ -314,7 +318,7 @@ func checkDoDecides(t *testing.T, opErr error, m *errNode, d retry.Decision, p r
 	var want []time.Duration
 	var slept time.Duration
 	for _, step := range []time.Duration{time.Millisecond, 2 * time.Millisecond} {
-		w := addSat(d.After, step)
+		w := addSat(d.RetryAfter, step)
 		if p.MaxElapsed > 0 && addSat(slept, w) >= p.MaxElapsed {
 			break
 		}
@@ -322,7 +326,7 @@ func checkDoDecides(t *testing.T, opErr error, m *errNode, d retry.Decision, p r
 		slept += w
 	}
 	require.Equal(t, len(want)+1, calls, "calls for %s under %+v", m, p)
-	require.Equal(t, want, tr.Delays(), "Trace.Delays() for %s", m)
+	require.Equal(t, want, tr.Waits(), "Trace.Waits() for %s", m)
 	require.True(t, errors.Is(err, opErr) || !reflect.TypeOf(opErr).Comparable(), "Do's error must match op's")
 	if calls == p.MaxAttempts {
 		require.True(t, errors.Is(err, retry.ErrExhausted), "Do stopped after %d calls without ErrExhausted", calls)
@@ -429,9 +433,27 @@ func (n *errNode) decision() retry.Decision {
 		return true
 	})
 	if ra != nil {
-		return retry.Decision{Retry: true, After: ra.after, Reason: "retry after"}
+		return retry.Decision{Retry: true, RetryAfter: ra.after, Reason: "retry after"}
 	}
-	return retry.Decision{Retry: true, Reason: "error"}
+	return retry.Decision{Retry: true, Reason: n.typeReason()}
+}
+
+// typeReason is the Reason DefaultClassifier gives an error it knows nothing
+// of: the type of the innermost error down the chain of single Unwraps, but
+// "error" for the types of errors.New, fmt.Errorf and errors.Join.
+func (n *errNode) typeReason() string {
+	for (n.kind == opWrap || n.kind == opNilSafe) && len(n.kids) > 0 {
+		n = n.kids[0]
+	}
+	switch n.kind {
+	case opTypedNil, opNilSafe:
+		return "*retry_test.nilSafeError"
+	case opPanicky:
+		return "retry_test.panickyError"
+	case opMulti:
+		return "retry_test.multiError"
+	}
+	return "error" // leaf (errors.New), wrap (fmt.Errorf), join
 }
 
 func buildError(prog []byte) (*errNode, error) {

@@ -19,7 +19,7 @@ import (
 func TestJitterDistributions(t *testing.T) {
 	t.Parallel()
 	const d = time.Second
-	step := retry.Step{Retry: 3, Delay: d, Prev: 400 * time.Millisecond, Base: 100 * time.Millisecond, Max: 10 * time.Second}
+	step := retry.Step{N: 3, Backoff: d, PrevWait: 400 * time.Millisecond, BaseBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
 	uniform := func(lo, hi time.Duration) (mean, sd float64) {
 		return float64(lo+hi) / 2, float64(hi-lo) / math.Sqrt(12)
 	}
@@ -31,7 +31,7 @@ func TestJitterDistributions(t *testing.T) {
 		{retry.EqualJitter, d / 2, d},
 		{retry.BandJitter(0.3), 700 * time.Millisecond, 1300 * time.Millisecond},
 		{retry.BandJitter(0.5), 500 * time.Millisecond, 1500 * time.Millisecond},
-		{retry.DecorrelatedJitter, step.Base, 3 * step.Prev},
+		{retry.DecorrelatedJitter, step.BaseBackoff, 3 * step.PrevWait},
 	}
 	for _, c := range cases {
 		t.Run(jitterName(c.j), func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestJitterDistributions(t *testing.T) {
 
 func TestNoJitterIsExact(t *testing.T) {
 	t.Parallel()
-	step := retry.Step{Retry: 2, Delay: 400 * time.Millisecond, Base: 200 * time.Millisecond, Max: 5 * time.Second}
+	step := retry.Step{N: 2, Backoff: 400 * time.Millisecond, BaseBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
 	for _, u := range []float64{0, 0.25, 0.999} {
 		assert.Equal(t, 400*time.Millisecond, retry.NoJitter.Wait(step, u))
 	}
@@ -65,16 +65,16 @@ func TestNoJitterIsExact(t *testing.T) {
 
 func TestDecorrelatedJitterStartsFromBase(t *testing.T) {
 	t.Parallel()
-	step := retry.Step{Retry: 1, Delay: 200 * time.Millisecond, Base: 200 * time.Millisecond, Max: 5 * time.Second}
+	step := retry.Step{N: 1, Backoff: 200 * time.Millisecond, BaseBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
 	assert.Equal(t, 200*time.Millisecond, retry.DecorrelatedJitter.Wait(step, 0))
 	assert.Equal(t, 400*time.Millisecond, retry.DecorrelatedJitter.Wait(step, 0.5), "uniform in [base, 3·base) before the first retry")
-	step.Prev = 4 * time.Second
-	assert.Equal(t, 5*time.Second, retry.DecorrelatedJitter.Wait(step, 0.9), "capped at MaxDelay")
+	step.PrevWait = 4 * time.Second
+	assert.Equal(t, 5*time.Second, retry.DecorrelatedJitter.Wait(step, 0.9), "capped at MaxBackoff")
 }
 
 func TestBandJitterIsClampedToMaxDelay(t *testing.T) {
 	t.Parallel()
-	step := retry.Step{Retry: 9, Delay: 5 * time.Second, Base: 200 * time.Millisecond, Max: 5 * time.Second}
+	step := retry.Step{N: 9, Backoff: 5 * time.Second, BaseBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
 	assert.Equal(t, 5*time.Second, retry.BandJitter(0.3).Wait(step, 0.99))
 	assert.Equal(t, 3500*time.Millisecond, retry.BandJitter(0.3).Wait(step, 0))
 }
@@ -102,7 +102,7 @@ func TestStormSpreadsFirstRetries(t *testing.T) {
 				op := retrytest.Script(errUnavailable)
 				tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Jitter: j})
 				require.NoError(t, err)
-				firsts = append(firsts, tr.Delays()[0])
+				firsts = append(firsts, tr.Waits()[0])
 			}
 			slices.Sort(firsts)
 			assert.GreaterOrEqual(t, firsts[0], c.lo)
@@ -123,7 +123,7 @@ func TestSeededJitterIsDeterministic(t *testing.T) {
 	waits := func(j retry.Jitter) []time.Duration {
 		tr, err := retrytest.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{MaxAttempts: 5, Jitter: j})
 		require.ErrorIs(t, err, retry.ErrExhausted)
-		return tr.Delays()
+		return tr.Waits()
 	}
 	assert.Equal(t, waits(retrytest.Seeded(retry.FullJitter, 7)), waits(retrytest.Seeded(retry.FullJitter, 7)))
 	assert.NotEqual(t, waits(retry.FullJitter), waits(retry.FullJitter))

@@ -1,28 +1,43 @@
 package retry
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
-// Seed 002's arithmetic: an HTTP client, a repository and a task queue that
-// each retry three times make 27 calls. So a Do marks the ctx it gives op,
-// and a Do that finds the mark on its own ctx is nested inside another
-// retry loop: unless its Policy sets RetryNested, it makes one attempt and
-// leaves retrying to the loop outside, the one owner.
+// An HTTP client, a repository and a task queue that each retry three times
+// make 27 calls to a service that is down. So a Do marks the ctx it gives
+// op, and a Do that finds a live mark on its own ctx is nested inside
+// another retry loop: unless its Policy sets RetryNested, it makes one
+// attempt and leaves retrying to the loop outside, the one owner.
+//
+// The mark lives only as long as the loop that made it: a ctx that op keeps
+// after Do returned (context.WithoutCancel, a goroutine or a job started
+// from op, a stored ctx) carries a dead mark, and a Do on it retries as
+// usual, since no loop outside will.
 
 type nestedKey struct{}
 
-// markedBackground is the marked form of context.Background and TODO, the
-// contexts of most workers and tests, made once so that their Do calls
-// allocate nothing. It is never written after init.
-var markedBackground = context.WithValue(context.Background(), nestedKey{}, true)
-
-func isNested(ctx context.Context) bool {
-	return ctx.Value(nestedKey{}) != nil
+// loopMark is the ctx of a retry loop's op: the ctx Do was given, marked.
+type loopMark struct {
+	context.Context
+	budget *Budget     // the outer loop's, so that a nested Do does not charge it twice
+	done   atomic.Bool // set when the loop returns
 }
 
-// markNested returns ctx marked as the ctx of a retry loop's op.
-func markNested(ctx context.Context) context.Context {
-	if ctx == context.Background() || ctx == context.TODO() {
-		return markedBackground
+func (m *loopMark) Value(key any) any {
+	if key == (nestedKey{}) {
+		return m
 	}
-	return context.WithValue(ctx, nestedKey{}, true)
+	return m.Context.Value(key)
+}
+
+// outerLoop returns the mark of the live retry loop whose op ctx is ctx,
+// or nil if there is none.
+func outerLoop(ctx context.Context) *loopMark {
+	m, _ := ctx.Value(nestedKey{}).(*loopMark)
+	if m == nil || m.done.Load() {
+		return nil
+	}
+	return m
 }

@@ -76,11 +76,11 @@ func newPanicCase(where string) *panicCase {
 	}
 	switch where {
 	case "Classifier":
-		pc.p.Classifier = func(err error) retry.Decision {
+		pc.p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
 			if len(pc.opCtxs) == 3 {
 				panic("boom")
 			}
-			return retry.DefaultClassifier(err)
+			return retry.DefaultClassifier(ctx, a)
 		}
 	case "OnRetry":
 		pc.p.OnRetry = func(_ context.Context, a retry.Attempt, _ time.Duration) {
@@ -109,7 +109,7 @@ func (pc *panicCase) requireReleased(t *testing.T, caller context.Context) {
 type panicOnRetry struct{ at int }
 
 func (j panicOnRetry) Wait(s retry.Step, u float64) time.Duration {
-	if s.Retry == j.at {
+	if s.N == j.at {
 		panic("boom")
 	}
 	return retry.NoJitter.Wait(s, u)

@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,13 +25,18 @@ func TestValidate(t *testing.T) {
 		{"one attempt", retry.Policy{MaxAttempts: 1}, ""},
 		{"flat waits", retry.Policy{Factor: 1}, ""},
 		{"huge factor", retry.Policy{Factor: 1e308}, ""},
-		{"base above default cap", retry.Policy{BaseDelay: time.Minute}, ""},
+		{"base above default cap", retry.Policy{BaseBackoff: time.Minute}, ""},
 		{"unlimited with MaxElapsed", retry.Policy{MaxAttempts: -1, MaxElapsed: time.Minute}, ""},
+		{"unlimited at the floor", retry.Policy{MaxAttempts: -1, MaxElapsed: time.Minute, BaseBackoff: retry.MinUnboundedWait}, ""},
+		{"only MaxBackoff, below the default base", retry.Policy{MaxBackoff: 100 * time.Millisecond}, ""},
+		{"unlimited with waits that round to zero", retry.Policy{MaxAttempts: -1, MaxElapsed: 200 * time.Millisecond, BaseBackoff: time.Nanosecond, Factor: 1}, "MaxAttempts"},
+		{"unknown JitterKind", retry.Policy{Jitter: retry.DecorrelatedJitter + 1}, "Jitter"},
+		{"bad band behind a wrapper", retry.Policy{Jitter: retrytest.Seeded(retry.BandJitter(2), 1)}, "BandJitter"},
 		{"band 0", retry.Policy{Jitter: retry.BandJitter(0)}, ""},
 		{"band 1", retry.Policy{Jitter: retry.BandJitter(1)}, ""},
-		{"negative base", retry.Policy{BaseDelay: -time.Second}, "BaseDelay"},
-		{"negative max", retry.Policy{MaxDelay: -1}, "MaxDelay"},
-		{"max below base", retry.Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}, "MaxDelay"},
+		{"negative base", retry.Policy{BaseBackoff: -time.Second}, "BaseBackoff"},
+		{"negative max", retry.Policy{MaxBackoff: -1}, "MaxBackoff"},
+		{"max below base", retry.Policy{BaseBackoff: time.Second, MaxBackoff: time.Millisecond}, "MaxBackoff"},
 		{"factor below 1", retry.Policy{Factor: 0.5}, "Factor"},
 		{"negative factor", retry.Policy{Factor: -2}, "Factor"},
 		{"NaN factor", retry.Policy{Factor: math.NaN()}, "Factor"},
@@ -70,8 +77,8 @@ func TestWaitSaturatesInsteadOfOverflowing(t *testing.T) {
 	t.Parallel()
 	extremes := []retry.Policy{
 		{Factor: 1e308},
-		{Factor: 1e308, BaseDelay: math.MaxInt64, MaxDelay: math.MaxInt64},
-		{BaseDelay: time.Nanosecond, MaxDelay: math.MaxInt64, Factor: 10},
+		{Factor: 1e308, BaseBackoff: math.MaxInt64, MaxBackoff: math.MaxInt64},
+		{BaseBackoff: time.Nanosecond, MaxBackoff: math.MaxInt64, Factor: 10},
 		{MaxAttempts: math.MaxInt, MaxElapsed: time.Hour},
 	}
 	jitters := []retry.Jitter{retry.NoJitter, retry.FullJitter, retry.EqualJitter, retry.DecorrelatedJitter, retry.BandJitter(1)}
@@ -79,9 +86,9 @@ func TestWaitSaturatesInsteadOfOverflowing(t *testing.T) {
 		require.NoError(t, p.Validate())
 		for _, j := range jitters {
 			p.Jitter = j
-			ceiling := p.MaxDelay
+			ceiling := p.MaxBackoff
 			if ceiling == 0 {
-				ceiling = max(5*time.Second, p.BaseDelay)
+				ceiling = max(5*time.Second, p.BaseBackoff)
 			}
 			for _, n := range []int{-5, 0, 1, 2, 63, 64, 1000, math.MaxInt} {
 				for _, prev := range []time.Duration{0, time.Second, math.MaxInt64} {
@@ -100,8 +107,8 @@ func TestWaitSaturatesInsteadOfOverflowing(t *testing.T) {
 func TestWaitOnAnInvalidPolicyStaysInRange(t *testing.T) {
 	t.Parallel()
 	for _, p := range []retry.Policy{
-		{MaxDelay: -time.Second},
-		{BaseDelay: -time.Second},
+		{MaxBackoff: -time.Second},
+		{BaseBackoff: -time.Second},
 		{Factor: math.NaN()},
 		{Factor: 0.1},
 		{Jitter: retry.BandJitter(50)},
@@ -113,11 +120,11 @@ func TestWaitOnAnInvalidPolicyStaysInRange(t *testing.T) {
 }
 
 // A Jitter that misbehaves cannot make Do wait less than zero or more than
-// MaxDelay.
+// MaxBackoff.
 func TestWaitClampsACustomJitter(t *testing.T) {
 	t.Parallel()
 	for _, d := range []time.Duration{-time.Hour, math.MinInt64, math.MaxInt64} {
-		p := retry.Policy{Jitter: fixedJitter(d), MaxDelay: time.Second}
+		p := retry.Policy{Jitter: fixedJitter(d), MaxBackoff: time.Second}
 		w := p.Wait(1, 0, 0)
 		assert.GreaterOrEqual(t, w, time.Duration(0))
 		assert.LessOrEqual(t, w, time.Second)
@@ -130,10 +137,57 @@ func (f fixedJitter) Wait(retry.Step, float64) time.Duration { return time.Durat
 
 func TestValidateErrorsReadWell(t *testing.T) {
 	t.Parallel()
-	err := retry.Policy{BaseDelay: time.Second, MaxDelay: time.Millisecond}.Validate()
-	assert.EqualError(t, err, "retry: invalid policy: MaxDelay 1ms is below BaseDelay 1s")
+	err := retry.Policy{BaseBackoff: time.Second, MaxBackoff: time.Millisecond}.Validate()
+	assert.EqualError(t, err, "retry: invalid policy: MaxBackoff 1ms is below BaseBackoff 1s")
 	err = retry.Policy{Jitter: retry.BandJitter(2)}.Validate()
 	assert.EqualError(t, err, "retry: invalid policy: Jitter: BandJitter spread 2 is outside [0, 1]")
 	assert.True(t, errors.Is(err, retry.ErrInvalidPolicy))
 	assert.Equal(t, "BandJitter(0.3)", fmt.Sprint(retry.BandJitter(0.3)))
 }
+
+// A zero BaseBackoff fits under a MaxBackoff that is set: the default base
+// is then MaxBackoff, not a validation error.
+func TestDefaultBaseFitsUnderMaxBackoff(t *testing.T) {
+	t.Parallel()
+	p := retry.Policy{MaxBackoff: 100 * time.Millisecond, Jitter: retry.NoJitter}
+	assert.Equal(t, 100*time.Millisecond, p.Wait(1, 0, 0))
+	assert.Equal(t, 100*time.Millisecond, p.Wait(5, 0, 0))
+}
+
+// The zero JitterKind is the default jitter, not NoJitter: a zero never
+// means the unsafe choice.
+func TestZeroJitterKindIsFullJitter(t *testing.T) {
+	t.Parallel()
+	var k retry.JitterKind
+	assert.Equal(t, retry.FullJitter, k)
+	zero := retry.Policy{}
+	full := retry.Policy{Jitter: retry.FullJitter}
+	for _, u := range []float64{0, 0.25, 0.99} {
+		assert.Equal(t, full.Wait(3, 0, u), zero.Wait(3, 0, u))
+	}
+}
+
+// A loop without a count limit cannot spin: every wait is at least
+// MinUnboundedWait, even from a Jitter that returns 0, so fake time moves
+// and MaxElapsed ends the loop after at most MaxElapsed/MinUnboundedWait
+// calls.
+func TestUnlimitedLoopCannotSpin(t *testing.T) {
+	t.Parallel()
+	p := retry.Policy{MaxAttempts: -1, MaxElapsed: 200 * time.Millisecond, BaseBackoff: retry.MinUnboundedWait, Factor: 1, Jitter: zeroJitter{}}
+	require.NoError(t, p.Validate())
+	assert.Equal(t, retry.MinUnboundedWait, p.Wait(1, 0, 0.5))
+
+	op := retrytest.Always(errUnavailable)
+	tr, err := retrytest.Do(context.Background(), op.Call, p)
+	require.ErrorIs(t, err, retry.ErrDeadline)
+	assert.LessOrEqual(t, op.Calls(), 200)
+	assert.Greater(t, op.Calls(), 100)
+	for _, w := range tr.Waits() {
+		assert.GreaterOrEqual(t, w, retry.MinUnboundedWait)
+	}
+}
+
+// zeroJitter waits nothing at all.
+type zeroJitter struct{}
+
+func (zeroJitter) Wait(retry.Step, float64) time.Duration { return 0 }

@@ -76,8 +76,8 @@ type scenario struct {
 
 func (sc scenario) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Policy{MaxAttempts: %d, BaseDelay: %v, Factor: %g, MaxDelay: %v, MaxElapsed: %v, AttemptTimeout: %v}, script [",
-		sc.p.MaxAttempts, sc.p.BaseDelay, sc.p.Factor, sc.p.MaxDelay, sc.p.MaxElapsed, sc.p.AttemptTimeout)
+	fmt.Fprintf(&b, "Policy{MaxAttempts: %d, BaseBackoff: %v, Factor: %g, MaxBackoff: %v, MaxElapsed: %v, AttemptTimeout: %v}, script [",
+		sc.p.MaxAttempts, sc.p.BaseBackoff, sc.p.Factor, sc.p.MaxBackoff, sc.p.MaxElapsed, sc.p.AttemptTimeout)
 	for i, s := range sc.script {
 		if i > 0 {
 			b.WriteString(", ")
@@ -99,12 +99,15 @@ func newScenario(seed uint64) scenario {
 	var p retry.Policy
 	p.MaxAttempts = []int{0, 1, 2, 3, 5, 8, -1}[pick(7)]
 	if pick(4) > 0 {
-		p.BaseDelay = between(time.Microsecond, []time.Duration{time.Millisecond, 100 * time.Millisecond, 2 * time.Second}[pick(3)])
+		p.BaseBackoff = between(time.Microsecond, []time.Duration{time.Millisecond, 100 * time.Millisecond, 2 * time.Second}[pick(3)])
+	}
+	if p.MaxAttempts < 0 && p.BaseBackoff != 0 {
+		p.BaseBackoff = max(p.BaseBackoff, retry.MinUnboundedWait) // or Validate rejects it
 	}
 	p.Factor = []float64{0, 1, 1.5, 2, 3, 10, 1e308}[pick(7)]
 	base := effectiveOf(p).base
 	if pick(3) > 0 {
-		p.MaxDelay = between(base, 20*base)
+		p.MaxBackoff = between(base, 20*base)
 	}
 	if p.MaxAttempts < 0 || pick(2) == 0 {
 		p.MaxElapsed = between(time.Millisecond, []time.Duration{time.Second, 10 * time.Second, 2 * time.Minute}[pick(3)])
@@ -369,13 +372,13 @@ func checkProperties(t *testing.T, sc scenario, r *run) {
 	require.Positive(t, calls, "op never called: %v", sc)
 	last := r.returned[calls-1]
 
-	// Trace.Attempts() is the number of calls; Trace.Delays() the waits
+	// Trace.Attempts() is the number of calls; Trace.Waits() the waits
 	// actually slept, which OnRetry announced.
 	require.Equal(t, calls, r.trace.Attempts(), "Trace.Attempts() against op's calls: %v", sc)
-	delays := r.trace.Delays()
-	require.Equal(t, r.gaps, nilIfEmpty(delays), "Trace.Delays() against the fake time between calls: %v", sc)
+	delays := r.trace.Waits()
+	require.Equal(t, r.gaps, nilIfEmpty(delays), "Trace.Waits() against the fake time between calls: %v", sc)
 	require.GreaterOrEqual(t, len(r.announced), len(delays), "%v", sc)
-	require.Equal(t, nilIfEmpty(delays), nilIfEmpty(r.announced[:len(delays)]), "Trace.Delays() against OnRetry's waits: %v", sc)
+	require.Equal(t, nilIfEmpty(delays), nilIfEmpty(r.announced[:len(delays)]), "Trace.Waits() against OnRetry's waits: %v", sc)
 	if len(r.announced) > len(delays) {
 		require.Equal(t, len(delays)+1, len(r.announced), "%v", sc)
 		require.GreaterOrEqual(t, r.canceledAfter, 0, "a wait OnRetry announced was not slept, with no cancel: %v", sc)
@@ -392,17 +395,17 @@ func checkProperties(t *testing.T, sc scenario, r *run) {
 
 	// Only what the Classifier retries is retried: never a Permanent error.
 	for i, err := range r.returned[:calls-1] {
-		d := retry.DefaultClassifier(err)
+		d := retry.DefaultClassifier(context.Background(), retry.Attempt{Err: err})
 		require.True(t, err != nil && d.Retry, "call %d returned %v (%q) and was retried: %v", i+1, err, d.Reason, sc)
 	}
 
-	// No wait > MaxDelay, unless the callee asked for more: then After plus
-	// the jittered backoff, at most After + MaxDelay.
+	// No wait > MaxBackoff, unless the callee asked for more: then After plus
+	// the jittered backoff, at most After + MaxBackoff.
 	for i, w := range r.announced {
-		d := retry.DefaultClassifier(r.returned[i])
+		d := retry.DefaultClassifier(context.Background(), retry.Attempt{Err: r.returned[i]})
 		lo, hi := time.Duration(0), e.maxDelay
-		if d.After > 0 {
-			lo, hi = d.After, addSat(d.After, e.maxDelay)
+		if d.RetryAfter > 0 {
+			lo, hi = d.RetryAfter, addSat(d.RetryAfter, e.maxDelay)
 		}
 		require.True(t, w >= lo && w <= hi, "wait %d = %v, want within [%v, %v]: %v", i+1, w, lo, hi, sc)
 	}
@@ -426,14 +429,15 @@ func checkProperties(t *testing.T, sc scenario, r *run) {
 	}
 
 	// Otherwise Do stopped for one of its documented reasons.
-	d := retry.DefaultClassifier(last)
+	d := retry.DefaultClassifier(context.Background(), retry.Attempt{Err: last})
 	switch {
 	case last == nil:
 		require.NoError(t, r.err, "%v", sc)
-		require.Equal(t, "ok", r.trace.Reason())
+		require.Equal(t, retry.StopSuccess, r.trace.Stop())
 	case !d.Retry:
 		require.Equal(t, last, r.err, "a non-retryable error must come back as it is: %v", sc)
-		require.Equal(t, d.Reason, r.trace.Reason())
+		require.Equal(t, retry.StopNotRetryable, r.trace.Stop())
+		require.Equal(t, d.Reason, r.trace.Last().Reason)
 	case errors.Is(r.err, retry.ErrExhausted):
 		require.Equal(t, e.attempts, calls, "ErrExhausted before MaxAttempts: %v", sc)
 		require.ErrorIs(t, r.err, last)
@@ -462,10 +466,13 @@ func TestSlowHooksStillBoundedByMaxElapsed(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const maxElapsed = 3 * time.Second
 				slowOnce := sync.OnceFunc(func() { time.Sleep(2500 * time.Millisecond) }) // within MaxElapsed, but it eats the slack
-				p := retry.Policy{MaxAttempts: 3, BaseDelay: time.Second, Factor: 1, Jitter: retry.NoJitter, MaxElapsed: maxElapsed}
+				p := retry.Policy{MaxAttempts: 3, BaseBackoff: time.Second, Factor: 1, Jitter: retry.NoJitter, MaxElapsed: maxElapsed}
 				switch hook {
 				case "Classifier":
-					p.Classifier = func(err error) retry.Decision { slowOnce(); return retry.DefaultClassifier(err) }
+					p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
+						slowOnce()
+						return retry.DefaultClassifier(ctx, a)
+					}
 				case "OnRetry":
 					p.OnRetry = func(context.Context, retry.Attempt, time.Duration) { slowOnce() }
 				}

@@ -16,18 +16,24 @@ import (
 // rather than after sleeping); a refusal by the Budget
 // ([ErrBudgetExhausted]); or ctx ending, which is seen at once, even
 // mid-wait, and after which op is never called again (the error then matches
-// ctx.Err() and context.Cause). Each of these errors also matches the last
-// attempt's error with errors.Is. After the last attempt Do returns without
-// waiting. An invalid p returns its Validate error and op is never called.
+// ctx.Err() and context.Cause). Each of these errors is a [*StopError] and
+// also matches the last attempt's error with errors.Is; the first three
+// match [ErrGaveUp]. After the last attempt Do returns without waiting. An
+// invalid p returns its Validate error and op is never called.
 //
 // op gets a ctx derived from ctx. When AttemptTimeout or MaxElapsed is set,
 // that ctx carries their deadline and ends when its attempt (AttemptTimeout)
 // or Do (MaxElapsed) returns, so a value that must outlive the attempt, such
-// as a response body or a stream, needs a context of its own. The ctx is also marked so that a Do inside op makes a
-// single attempt and leaves retrying to this one; see [Policy.RetryNested].
-// A panic in op, in a hook, in the Jitter or in the Classifier reaches the
-// caller, and leaves no timer or goroutine behind.
+// as a response body or a stream, needs a context of its own. The ctx is
+// also marked, for as long as Do runs, so that a Do inside op makes a single
+// attempt and leaves retrying to this one; see [Policy.RetryNested]. A panic
+// in op, in a hook, in the Jitter or in the Classifier reaches the caller,
+// and leaves no timer or goroutine behind.
 func Do(ctx context.Context, op func(context.Context) error, p Policy) (t Trace, err error) {
+	if p.OnDone != nil {
+		err = p.observe(ctx, op, &t)
+		return t, err
+	}
 	err = p.run(ctx, op, &t)
 	return t, err
 }
@@ -36,54 +42,84 @@ func Do(ctx context.Context, op func(context.Context) error, p Policy) (t Trace,
 // last attempt made, whatever its error: the success's value, or on failure
 // what the failing attempt returned (often the zero value).
 //
+// The values of earlier attempts are dropped: an op whose value holds a
+// resource (a response, rows, a file) must release it itself before it
+// returns an error, since Do will not see it again (see the example).
+//
 // To serve a fallback when retries run out, as a cache or a default, test
-// the error and replace the value; the Trace and the error still tell that
-// the fallback was served (see the example).
+// the error with errors.Is(err, ErrGaveUp) and replace the value; the Trace
+// and the error still tell that the fallback was served.
 func DoValue[T any](ctx context.Context, op func(context.Context) (T, error), p Policy) (v T, t Trace, err error) {
 	if op == nil {
-		t.stop = "invalid call"
+		t.stop = StopInvalid
 		return v, t, errNilOp
 	}
-	err = p.run(ctx, func(ctx context.Context) (err error) {
+	f := func(ctx context.Context) (err error) {
 		v, err = op(ctx)
 		return err
-	}, &t)
+	}
+	if p.OnDone != nil {
+		err = p.observe(ctx, f, &t)
+	} else {
+		err = p.run(ctx, f, &t)
+	}
 	return v, t, err
 }
 
 var (
 	errNilOp      = errors.New("retry: called with a nil op")
 	errNilContext = errors.New("retry: called with a nil Context")
+	errPanicked   = errors.New("retry: op or a hook panicked")
 )
+
+// observe is run with OnDone: a loop of its own, so that a Policy without
+// OnDone pays nothing for it, not even a defer.
+func (p *Policy) observe(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
+	onDone, returned := p.OnDone, false
+	defer func() {
+		if t.stop == StopInvalid {
+			return // Do never started
+		}
+		if !returned { // a panic, or runtime.Goexit: it goes on after OnDone
+			t.stop, err = StopPanicked, errPanicked
+		}
+		onDone(ctx, *t, err)
+	}()
+	err = p.run(ctx, op, t)
+	returned = true
+	return err
+}
 
 // run is the one retry loop behind Do and DoValue. p is the caller's copy.
 func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
 	switch {
 	case op == nil:
-		t.stop = "invalid call"
+		t.stop = StopInvalid
 		return errNilOp
 	case ctx == nil:
-		t.stop = "invalid call"
+		t.stop = StopInvalid
 		return errNilContext
 	}
 	if err := p.resolve(); err != nil {
-		t.stop = "invalid policy"
+		t.stop = StopInvalid
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		t.stop = err.Error()
+	if ctx.Err() != nil {
+		t.stop = StopContextDone
 		return ctxStop(ctx, nil, 0)
 	}
 
-	maxAttempts, deferred := p.MaxAttempts, false
+	maxAttempts, budget, deferred := p.MaxAttempts, p.Budget, false
 	opCtx := ctx
-	if isNested(ctx) {
-		deferred = !p.RetryNested
-		if deferred {
-			maxAttempts = 1
+	if outer := outerLoop(ctx); outer != nil && !p.RetryNested {
+		deferred, maxAttempts = true, 1
+		if outer.budget == budget {
+			budget = nil // the outer loop counts this attempt: once is enough
 		}
 	} else if maxAttempts != 1 {
-		opCtx = markNested(ctx)
+		mark := &loopMark{Context: ctx, budget: p.Budget}
+		defer mark.done.Store(true)
+		opCtx = mark
 	}
 
 	// began is when the current attempt started, or zero when it is not
@@ -104,83 +140,88 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// return statements and the compiler open-codes its defers: a call that
 	// succeeds at once then pays nothing for them.
 	//
-	// wait is the wait before the current attempt: the callee's After, if
-	// any, plus backoff, the jittered part, which alone feeds the next
-	// Jitter so that one long Retry-After does not pin later waits at the cap.
-	var wait, backoff time.Duration
+	// wait is the wait before the current attempt: the callee's RetryAfter,
+	// if any, plus jittered, what the Jitter made of the backoff, which alone
+	// feeds the next Jitter so that one long RetryAfter does not pin later
+	// waits at the cap.
+	var wait, jittered time.Duration
 	for n := 1; ; n++ {
 		a := t.next(maxAttempts) // filled in place: a call that succeeds at once copies nothing
-		a.Number, a.Delay, a.Start = n, wait, began
+		a.Number, a.Wait, a.Start = n, wait, began
 		err = p.call(opCtx, op)
 		a.Err = err
-		var ended time.Time
 		if err != nil || !began.IsZero() {
-			ended = now(p.Clock)
-			if !began.IsZero() {
+			ended := now(p.Clock)
+			if began.IsZero() {
+				t.firstEnd = ended
+			} else {
 				a.Duration = ended.Sub(began)
 			}
 		}
 		if err == nil {
-			t.stop = "ok"
-			if p.Budget != nil {
-				p.Budget.succeeded()
+			t.stop = StopSuccess
+			if budget != nil {
+				budget.succeeded()
 			}
 			break
 		}
 		if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
 			a.Reason = cerr.Error()
-			t.stop, err = a.Reason, ctxStop(ctx, err, n)
+			t.stop, err = StopContextDone, ctxStop(ctx, err, n)
 			break
 		}
 
-		d := p.Classifier(err)
+		d := p.Classifier(ctx, *a)
 		a.Reason = d.Reason
 		if !d.Retry {
-			t.stop = d.Reason
+			t.stop = StopNotRetryable
 			break
 		}
-		if p.Budget != nil {
-			p.Budget.failed()
+		if budget != nil {
+			budget.failed()
 		}
 		if deferred {
-			t.stop = "deferred to outer retry loop"
+			t.stop, err = StopDeferred, &StopError{Stop: StopDeferred, Attempts: n, Err: err}
 			break
 		}
 		if n == maxAttempts {
-			t.stop, err = "attempts exhausted", &stopError{why: ErrExhausted, last: err, attempts: n}
+			t.stop, err = StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
 			break
 		}
-		if p.Budget != nil && !p.Budget.allow() {
-			t.stop, err = "retry budget exhausted", &stopError{why: ErrBudgetExhausted, last: err, attempts: n}
+		if budget != nil && !budget.allow() {
+			t.stop, err = StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
 			break
 		}
 
-		backoff = p.wait(n, backoff, rand.Float64())
-		wait = addSat(max(d.After, 0), backoff)
+		jittered = p.wait(n, jittered, rand.Float64())
+		wait = addSat(max(d.RetryAfter, 0), jittered)
 		// The deadline check reads the clock afresh: the Classifier's time
 		// counts, and so does OnRetry's, which may use up the slack.
-		fit := fits(ctx, p.Clock, deadline, wait)
+		fit, byCtx := fits(ctx, p.Clock, deadline, wait)
 		if fit && p.OnRetry != nil {
 			p.OnRetry(ctx, *a, wait)
-			fit = fits(ctx, p.Clock, deadline, wait)
+			fit, byCtx = fits(ctx, p.Clock, deadline, wait)
 		}
 		if !fit {
-			t.stop, err = "deadline", &stopError{why: ErrDeadline, last: err, attempts: n, wait: wait}
+			e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: err}
+			if byCtx {
+				e.ctxErr = context.DeadlineExceeded
+			}
+			t.stop, err = StopDeadline, e
 			break
 		}
 		woke, ok := sl.sleep(ctx, p.Clock, wait)
 		if !ok || ctx.Err() != nil {
 			// The wait was cut short, or the cancel raced the timer: either
 			// way op is not called again.
-			t.stop, err = ctx.Err().Error(), ctxStop(ctx, err, n)
+			t.stop, err = StopContextDone, ctxStop(ctx, err, n)
 			break
 		}
 		// The next attempt starts when the wait ended: the time the timer
-		// delivered, which saves a clock read, or the end of this attempt if
-		// there was no wait.
+		// delivered, which saves a clock read, or now.
 		began = woke
 		if began.IsZero() {
-			began = ended
+			began = now(p.Clock)
 		}
 	}
 	return err
@@ -198,20 +239,21 @@ func (p *Policy) call(ctx context.Context, op func(context.Context) error) error
 }
 
 // fits reports whether a wait that starts now ends before both the
-// MaxElapsed deadline (zero if none) and ctx's deadline. A wait that ends
-// exactly at a deadline does not fit: the next attempt would have no time.
-// It reads the clock only when there is a deadline.
-func fits(ctx context.Context, clk Clock, deadline time.Time, wait time.Duration) bool {
+// MaxElapsed deadline (zero if none) and ctx's deadline, and whether ctx's
+// deadline is the nearer one. A wait that ends exactly at a deadline does
+// not fit: the next attempt would have no time. It reads the clock only
+// when there is a deadline.
+func fits(ctx context.Context, clk Clock, deadline time.Time, wait time.Duration) (fit, byCtx bool) {
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
+		deadline, byCtx = d, true
 	}
-	return deadline.IsZero() || deadline.Sub(now(clk)) > wait
+	return deadline.IsZero() || deadline.Sub(now(clk)) > wait, byCtx
 }
 
 // ctxStop is the error for a ctx that ended after n attempts.
 func ctxStop(ctx context.Context, last error, n int) error {
-	e := &stopError{why: ctx.Err(), last: last, attempts: n}
-	if cause := context.Cause(ctx); cause != e.why {
+	e := &StopError{Stop: StopContextDone, Attempts: n, Err: last, ctxErr: ctx.Err()}
+	if cause := context.Cause(ctx); cause != e.ctxErr {
 		e.cause = cause
 	}
 	return e

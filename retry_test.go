@@ -23,8 +23,8 @@ func TestTwoFailuresThenSuccess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, op.Calls())
 	assert.Equal(t, 3, tr.Attempts())
-	assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, tr.Delays())
-	assert.Equal(t, "ok", tr.Reason())
+	assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, tr.Waits())
+	assert.Equal(t, retry.StopSuccess, tr.Stop())
 }
 
 func TestPermanentErrorStopsAtOnce(t *testing.T) {
@@ -36,24 +36,27 @@ func TestPermanentErrorStopsAtOnce(t *testing.T) {
 	assert.NotErrorIs(t, err, retry.ErrExhausted)
 	assert.Equal(t, errBadRequest.Error(), err.Error(), "the mark must not change the message")
 	assert.Equal(t, 1, op.Calls())
-	assert.Empty(t, tr.Delays())
-	assert.Equal(t, "permanent", tr.Reason())
+	assert.Empty(t, tr.Waits())
+	assert.Equal(t, retry.StopNotRetryable, tr.Stop())
+	assert.Equal(t, "permanent", tr.Last().Reason)
 	assert.Empty(t, clk.Waits(), "no wait may start")
 }
 
 func TestNotRetryableByClassifierIsReturnedAsIs(t *testing.T) {
 	t.Parallel()
-	classify := func(err error) retry.Decision {
+	classify := func(ctx context.Context, a retry.Attempt) retry.Decision {
+		err := a.Err
 		if errors.Is(err, errBadRequest) {
 			return retry.Decision{Reason: "400"}
 		}
-		return retry.DefaultClassifier(err)
+		return retry.DefaultClassifier(ctx, a)
 	}
 	op := retrytest.Script(errUnavailable, errBadRequest)
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Classifier: classify})
 	require.Equal(t, errBadRequest, err)
 	assert.Equal(t, 2, op.Calls())
-	assert.Equal(t, "400", tr.Reason())
+	assert.Equal(t, retry.StopNotRetryable, tr.Stop())
+	assert.Equal(t, "400", tr.Last().Reason)
 }
 
 func TestMaxAttemptsEndsWithErrExhausted(t *testing.T) {
@@ -67,8 +70,8 @@ func TestMaxAttemptsEndsWithErrExhausted(t *testing.T) {
 			require.ErrorIs(t, err, errUnavailable)
 			assert.Equal(t, max, op.Calls())
 			assert.Equal(t, max, tr.Attempts())
-			assert.Len(t, tr.Delays(), max-1)
-			assert.Equal(t, "attempts exhausted", tr.Reason())
+			assert.Len(t, tr.Waits(), max-1)
+			assert.Equal(t, retry.StopExhausted, tr.Stop())
 		})
 	}
 }
@@ -86,11 +89,12 @@ func TestZeroPolicyMakesFourAttempts(t *testing.T) {
 func TestNoWaitAfterTheLastAttempt(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
+	t0 := clk.Now()
 	op := retrytest.Always(errUnavailable)
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, Clock: clk})
 	require.ErrorIs(t, err, retry.ErrExhausted)
-	assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, tr.Delays())
-	assert.Equal(t, time.Unix(0, 0).Add(600*time.Millisecond), clk.Now(), "the clock moved past the two waits")
+	assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, tr.Waits())
+	assert.Equal(t, t0.Add(600*time.Millisecond), clk.Now(), "the clock moved past the two waits")
 	assert.Empty(t, clk.Waits(), "a wait started after the last attempt")
 	requireNoTimers(t, clk)
 }
@@ -98,9 +102,10 @@ func TestNoWaitAfterTheLastAttempt(t *testing.T) {
 func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
+	t0 := clk.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	op := retrytest.Always(errUnavailable)
-	done := start(ctx, op.Call, retry.Policy{Clock: clk, BaseDelay: time.Hour, Jitter: retry.NoJitter})
+	done := start(ctx, op.Call, retry.Policy{Clock: clk, BaseBackoff: time.Hour, Jitter: retry.NoJitter})
 
 	require.Equal(t, time.Hour, recv(t, clk.Waits(), "the first wait"))
 	cancel() // the fake clock never moves: only the cancel can end the wait
@@ -110,8 +115,8 @@ func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
 	require.ErrorIs(t, r.err, errUnavailable, "the last error must not be dropped")
 	assert.EqualError(t, r.err, "retry: context canceled after 1 attempt: "+errUnavailable.Error())
 	assert.Equal(t, 1, op.Calls())
-	assert.Equal(t, time.Unix(0, 0), clk.Now())
-	assert.Equal(t, "context canceled", r.trace.Reason())
+	assert.Equal(t, t0, clk.Now())
+	assert.Equal(t, retry.StopContextDone, r.trace.Stop())
 	requireNoTimers(t, clk)
 }
 
@@ -177,6 +182,7 @@ func TestCancelDuringAttemptStopsWithoutRetry(t *testing.T) {
 func TestMaxElapsedGivesUpBeforeSleeping(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
+	t0 := clk.Now()
 	op := retrytest.Always(errUnavailable)
 	// Waits are 200ms, then 400ms: the second would end at 600ms, past 500ms.
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{
@@ -186,8 +192,8 @@ func TestMaxElapsedGivesUpBeforeSleeping(t *testing.T) {
 	require.ErrorIs(t, err, errUnavailable)
 	assert.EqualError(t, err, "retry: gave up after 2 attempts, next wait 400ms would pass the deadline: "+errUnavailable.Error())
 	assert.Equal(t, 2, op.Calls())
-	assert.Equal(t, time.Unix(0, 0).Add(200*time.Millisecond), clk.Now(), "Do slept into a certain failure")
-	assert.Equal(t, "deadline", tr.Reason())
+	assert.Equal(t, t0.Add(200*time.Millisecond), clk.Now(), "Do slept into a certain failure")
+	assert.Equal(t, retry.StopDeadline, tr.Stop())
 	assert.Equal(t, 200*time.Millisecond, tr.Elapsed())
 	requireNoTimers(t, clk)
 }
@@ -196,7 +202,7 @@ func TestUnlimitedAttemptsEndAtMaxElapsed(t *testing.T) {
 	t.Parallel()
 	op := retrytest.Always(errUnavailable)
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{
-		MaxAttempts: -1, MaxElapsed: time.Minute, MaxDelay: time.Second, Jitter: retry.NoJitter,
+		MaxAttempts: -1, MaxElapsed: time.Minute, MaxBackoff: time.Second, Jitter: retry.NoJitter,
 	})
 	require.ErrorIs(t, err, retry.ErrDeadline)
 	// 0.2 + 0.4 + 0.8 then 1s waits: 1.4s after three, then 58 more fit under a minute.
@@ -259,9 +265,9 @@ func TestRetryAfterIsHonouredAndSpread(t *testing.T) {
 	op := retrytest.Script(retry.RetryAfter(errUnavailable, 3*time.Second))
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Jitter: retry.NoJitter})
 	require.NoError(t, err)
-	// The callee's 3s, then the policy's own backoff on top; past MaxDelay
+	// The callee's 3s, then the policy's own backoff on top; past MaxBackoff
 	// because the callee asked for it.
-	assert.Equal(t, []time.Duration{3*time.Second + 200*time.Millisecond}, tr.Delays())
+	assert.Equal(t, []time.Duration{3*time.Second + 200*time.Millisecond}, tr.Waits())
 	assert.Equal(t, "retry after", slices.Collect(tr.All())[0].Reason)
 }
 
@@ -280,7 +286,7 @@ func TestRetryAfterBeyondDeadlineGivesUpAtOnce(t *testing.T) {
 func TestCtxDeadlineGivesUpBeforeSleeping(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	ctx, cancel := clk.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := clk.WithDeadline(context.Background(), clk.Now().Add(300*time.Millisecond))
 	defer cancel()
 	op := retrytest.Always(errUnavailable)
 	// 200ms fits; the 400ms after it would not.
@@ -289,6 +295,8 @@ func TestCtxDeadlineGivesUpBeforeSleeping(t *testing.T) {
 	r := recv(t, done, "Do")
 	require.ErrorIs(t, r.err, retry.ErrDeadline)
 	require.NoError(t, ctx.Err(), "Do gave up before the ctx ended")
+	require.ErrorIs(t, r.err, context.DeadlineExceeded, "the ctx deadline stopped Do: code that maps DeadlineExceeded must see it")
+	require.ErrorIs(t, r.err, retry.ErrGaveUp)
 	assert.Equal(t, 2, op.Calls())
 }
 
@@ -391,7 +399,7 @@ func TestFallbackOnGiveUp(t *testing.T) {
 		}
 		assert.Equal(t, cached, items)
 		require.ErrorIs(t, err, errUnavailable, "the caller can still tell why it got the fallback")
-		assert.Equal(t, "attempts exhausted", tr.Reason())
+		assert.Equal(t, retry.StopExhausted, tr.Stop())
 		assert.Equal(t, 2, tr.Attempts())
 	})
 }
@@ -417,7 +425,7 @@ func TestPanicsPropagateAndLeaveNothingRunning(t *testing.T) {
 		{"op, first attempt", func(context.Context) error { boom(); return nil }, retry.Policy{}},
 		{"op, after waits", failTwice(), retry.Policy{}},
 		{"op, with timeouts", failTwice(), retry.Policy{AttemptTimeout: time.Second, MaxElapsed: time.Hour}},
-		{"classifier", retrytest.Always(errUnavailable).Call, retry.Policy{Classifier: func(error) retry.Decision { boom(); return retry.Decision{} }}},
+		{"classifier", retrytest.Always(errUnavailable).Call, retry.Policy{Classifier: func(context.Context, retry.Attempt) retry.Decision { boom(); return retry.Decision{} }}},
 		{"OnRetry", retrytest.Always(errUnavailable).Call, retry.Policy{OnRetry: func(context.Context, retry.Attempt, time.Duration) { boom() }}},
 		{"Jitter", retrytest.Always(errUnavailable).Call, retry.Policy{Jitter: panicJitter{}}},
 	}
@@ -472,8 +480,8 @@ func TestTraceRecordsEveryAttempt(t *testing.T) {
 	assert.Equal(t, "error", attempts[0].Reason)
 	wantErr := attempts[1].Err // the RetryAfter-marked error, compared by identity
 	require.ErrorIs(t, wantErr, errUnavailable)
-	assert.Equal(t, retry.Attempt{Number: 2, Delay: 200 * time.Millisecond, Start: t0.Add(slow + 200*time.Millisecond), Duration: slow, Err: wantErr, Reason: "retry after"}, attempts[1])
-	assert.Equal(t, retry.Attempt{Number: 3, Delay: 1400 * time.Millisecond, Start: t0.Add(2*slow + 1600*time.Millisecond), Duration: slow}, attempts[2])
+	assert.Equal(t, retry.Attempt{Number: 2, Wait: 200 * time.Millisecond, Start: t0.Add(slow + 200*time.Millisecond), Duration: slow, Err: wantErr, Reason: "retry after"}, attempts[1])
+	assert.Equal(t, retry.Attempt{Number: 3, Wait: 1400 * time.Millisecond, Start: t0.Add(2*slow + 1600*time.Millisecond), Duration: slow}, attempts[2])
 	assert.Equal(t, attempts[2], tr.Last())
 	assert.Equal(t, 1600*time.Millisecond+2*slow, tr.Elapsed(), "from the end of the untimed first attempt")
 	assert.Equal(t, "3 attempts, waits [200ms 1.4s], 1.66s, ok", tr.String())
@@ -482,10 +490,11 @@ func TestTraceRecordsEveryAttempt(t *testing.T) {
 func TestTraceTimesTheFirstAttemptUnderMaxElapsed(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
+	t0 := clk.Now()
 	op := func(context.Context) error { clk.Add(10 * time.Millisecond); return nil }
 	tr, err := retry.Do(context.Background(), op, retry.Policy{MaxElapsed: time.Second, Clock: clk})
 	require.NoError(t, err)
-	assert.Equal(t, time.Unix(0, 0), tr.Last().Start)
+	assert.Equal(t, t0, tr.Last().Start)
 	assert.Equal(t, 10*time.Millisecond, tr.Last().Duration)
 	assert.Equal(t, 10*time.Millisecond, tr.Elapsed())
 	assert.Equal(t, "1 attempt, 10ms, ok", tr.String())
@@ -497,20 +506,20 @@ type recordingJitter struct{ steps *[]retry.Step }
 
 func (r recordingJitter) Wait(s retry.Step, _ float64) time.Duration {
 	*r.steps = append(*r.steps, s)
-	return s.Delay
+	return s.Backoff
 }
 
 // A callee's After is a floor on one wait, not part of the backoff: the next
 // Jitter sees only the previous jittered wait, or one long Retry-After would
-// pin DecorrelatedJitter at MaxDelay for good.
+// pin DecorrelatedJitter at MaxBackoff for good.
 func TestJitterSeesThePreviousBackoffWithoutAfter(t *testing.T) {
 	t.Parallel()
 	var steps []retry.Step
 	op := retrytest.Script(retry.RetryAfter(errUnavailable, 30*time.Second), errUnavailable)
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Jitter: recordingJitter{&steps}})
 	require.NoError(t, err)
-	assert.Equal(t, []time.Duration{30*time.Second + 200*time.Millisecond, 400 * time.Millisecond}, tr.Delays())
+	assert.Equal(t, []time.Duration{30*time.Second + 200*time.Millisecond, 400 * time.Millisecond}, tr.Waits())
 	require.Len(t, steps, 2)
-	assert.Equal(t, retry.Step{Retry: 1, Delay: 200 * time.Millisecond, Prev: 0, Base: 200 * time.Millisecond, Max: 5 * time.Second}, steps[0])
-	assert.Equal(t, 200*time.Millisecond, steps[1].Prev, "Prev = the backoff alone, not 30.2s")
+	assert.Equal(t, retry.Step{N: 1, Backoff: 200 * time.Millisecond, PrevWait: 0, BaseBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}, steps[0])
+	assert.Equal(t, 200*time.Millisecond, steps[1].PrevWait, "PrevWait = the backoff alone, not 30.2s")
 }

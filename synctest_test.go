@@ -23,7 +23,7 @@ func TestSynctestRunsTheRealClockPath(t *testing.T) {
 		tr, err := retry.Do(context.Background(), op.Call, retry.Policy{Jitter: retry.NoJitter})
 		require.NoError(t, err)
 		assert.Equal(t, 600*time.Millisecond, time.Since(start))
-		assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, tr.Delays())
+		assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, tr.Waits())
 		assert.Equal(t, 600*time.Millisecond, tr.Elapsed())
 	})
 }
@@ -50,7 +50,7 @@ func TestSynctestCancelIsSeenMidWait(t *testing.T) {
 		start := time.Now()
 		time.AfterFunc(100*time.Millisecond, cancel)
 		op := retrytest.Always(errUnavailable)
-		_, err := retry.Do(ctx, op.Call, retry.Policy{BaseDelay: time.Hour, Jitter: retry.NoJitter})
+		_, err := retry.Do(ctx, op.Call, retry.Policy{BaseBackoff: time.Hour, Jitter: retry.NoJitter})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, 100*time.Millisecond, time.Since(start), "the cancel ended the hour-long wait at once")
 		assert.Equal(t, 1, op.Calls())

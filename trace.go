@@ -3,39 +3,55 @@ package retry
 import (
 	"iter"
 	"log/slog"
-	"strconv"
 	"time"
 )
 
 // Attempt records one call of op.
 type Attempt struct {
 	Number int           // 1 for the first call
-	Delay  time.Duration // the wait slept before this call; 0 for the first
+	Wait   time.Duration // slept before this call; 0 for the first
 	// Start is when the call began, on the policy's clock. Do reads no clock
-	// before the first call unless MaxElapsed is set, so that a call that
-	// succeeds at once costs no clock read: then the first attempt's Start
-	// is the zero time and its Duration 0.
+	// before the first call unless MaxElapsed or AttemptTimeout needs it, so
+	// that a call that succeeds at once costs no clock read: the first
+	// attempt's Start is then the zero time, and its Duration 0.
 	Start    time.Time
 	Duration time.Duration // how long op ran
 	Err      error         // what op returned
 	Reason   string        // the Classifier's Reason; empty on success
 }
 
-// Trace is the record of one [Do]: every attempt, its wait and why Do
+// Limits on what a Trace keeps of a long call: the first traceHead attempts
+// and the last traceTail, so that a loop without a count limit holds a few
+// kilobytes however long it runs.
+const (
+	traceHead = 32
+	traceTail = 32
+)
+
+// Trace is the record of one [Do]: its attempts, their waits and why Do
 // stopped. Do returns it by value, whatever the outcome; it implements
 // [fmt.Stringer] and [slog.LogValuer] and holds no error text in either, so
 // that logging it cannot leak what an error message carries.
+//
+// A Trace keeps the first 32 attempts and the last 32; [Trace.Attempts]
+// counts them all, and the Number of each kept Attempt shows where a long
+// call's middle was left out.
 type Trace struct {
 	first Attempt   // inline, so a call that succeeds at once allocates nothing
-	rest  []Attempt // attempts 2 and on
-	stop  string    // why Do returned: "ok", "attempts exhausted", …
+	rest  []Attempt // attempts 2 and on: the head, then a ring of the tail
+	n     int       // attempts made
+	stop  StopReason
+	// firstEnd is when the first attempt ended, when it failed and its
+	// start was not read: Elapsed counts from there.
+	firstEnd time.Time
 }
 
 // next returns the slot for the next attempt, for Do to fill in place. At
 // the first retry it sizes the storage for every attempt maxAttempts allows,
 // up to a bound, so that a Do allocates once however many retries follow.
 func (t *Trace) next(maxAttempts int) *Attempt {
-	if t.first.Number == 0 {
+	t.n++
+	if t.n == 1 {
 		return &t.first
 	}
 	if t.rest == nil {
@@ -45,26 +61,42 @@ func (t *Trace) next(maxAttempts int) *Attempt {
 		}
 		t.rest = make([]Attempt, 0, n)
 	}
-	t.rest = append(t.rest, Attempt{})
-	return &t.rest[len(t.rest)-1]
+	if len(t.rest) < traceHead-1+traceTail {
+		t.rest = append(t.rest, Attempt{})
+		return &t.rest[len(t.rest)-1]
+	}
+	s := &t.rest[t.slot(t.n)]
+	*s = Attempt{}
+	return s
+}
+
+// slot is the index in rest of attempt k ≥ 2 while it is kept.
+func (t *Trace) slot(k int) int {
+	if k <= traceHead {
+		return k - 2
+	}
+	return traceHead - 1 + (k-traceHead-1)%traceTail
 }
 
 // Attempts returns how many times op was called.
-func (t Trace) Attempts() int {
-	if t.first.Number == 0 {
-		return 0
-	}
-	return 1 + len(t.rest)
-}
+func (t Trace) Attempts() int { return t.n }
 
-// All yields every attempt in order.
+// All yields every attempt that the Trace keeps, in order: all of them,
+// unless the call made more than 64 (see [Trace]).
 func (t Trace) All() iter.Seq[Attempt] {
 	return func(yield func(Attempt) bool) {
-		if t.first.Number == 0 || !yield(t.first) {
+		if t.n == 0 || !yield(t.first) {
 			return
 		}
-		for _, a := range t.rest {
+		head := min(len(t.rest), traceHead-1)
+		for _, a := range t.rest[:head] {
 			if !yield(a) {
+				return
+			}
+		}
+		from := max(t.n-traceTail+1, traceHead+1) // the oldest attempt of the tail
+		for k := from; k <= t.n; k++ {
+			if !yield(t.rest[t.slot(k)]) {
 				return
 			}
 		}
@@ -73,62 +105,66 @@ func (t Trace) All() iter.Seq[Attempt] {
 
 // Last returns the last attempt, or the zero Attempt if op was never called.
 func (t Trace) Last() Attempt {
-	if len(t.rest) > 0 {
-		return t.rest[len(t.rest)-1]
+	if t.n <= 1 {
+		return t.first
 	}
-	return t.first
+	return t.rest[t.slot(t.n)]
 }
 
-// Delays returns the waits slept between attempts: Attempts()−1 of them.
-func (t Trace) Delays() []time.Duration {
-	if len(t.rest) == 0 {
+// Waits returns the waits slept before the attempts that the Trace keeps,
+// in order: Attempts()−1 of them, unless the call made more than 64.
+func (t Trace) Waits() []time.Duration {
+	if t.n <= 1 {
 		return nil
 	}
-	ds := make([]time.Duration, len(t.rest))
-	for i, a := range t.rest {
-		ds[i] = a.Delay
+	ws := make([]time.Duration, 0, min(t.n, traceHead+traceTail)-1)
+	for a := range t.All() {
+		if a.Number > 1 {
+			ws = append(ws, a.Wait)
+		}
 	}
-	return ds
+	return ws
 }
 
 // Elapsed returns the time from the start of the first attempt to the end of
 // the last, waits included. When the first attempt's Start was not read (see
-// [Attempt.Start]), it counts from the end of the first attempt.
+// [Attempt.Start]), it counts from the end of the first attempt; a call that
+// succeeded at once then has Elapsed 0.
 func (t Trace) Elapsed() time.Duration {
 	last := t.Last()
-	if last.Start.IsZero() {
-		return 0
-	}
 	from := t.first.Start
-	if from.IsZero() && len(t.rest) > 0 {
-		// The first attempt was untimed: it ended one wait before the second began.
-		from = t.rest[0].Start.Add(-t.rest[0].Delay)
+	if from.IsZero() {
+		from = t.firstEnd
+	}
+	if from.IsZero() || last.Start.IsZero() {
+		return 0
 	}
 	return last.Start.Add(last.Duration).Sub(from)
 }
 
-// Reason says why Do returned: "ok" on success, "attempts exhausted",
-// "deadline", "retry budget exhausted", "deferred to outer retry loop", the
-// ctx's error text, or the Classifier's Reason for an error it would not
-// retry.
-func (t Trace) Reason() string { return t.stop }
+// Stop says why Do returned.
+func (t Trace) Stop() StopReason { return t.stop }
 
-// String returns one line such as "3 attempts, waits [86ms 310ms], 1.2s, ok".
+// String returns one line such as "3 attempts, waits [86ms 310ms], 1.2s, ok"
+// or "1 attempt, 404 Not Found: not retried". A failure ends with the stop
+// reason and the last attempt's Reason.
 func (t Trace) String() string {
-	n := t.Attempts()
-	b := strconv.AppendInt(nil, int64(n), 10)
-	if n == 1 {
-		b = append(b, " attempt"...)
-	} else {
-		b = append(b, " attempts"...)
-	}
-	if len(t.rest) > 0 {
+	b := appendAttempts(nil, t.n)
+	if t.n > 1 {
 		b = append(b, ", waits ["...)
-		for i, a := range t.rest {
-			if i > 0 {
+		first := true
+		for a := range t.All() {
+			if a.Number == 1 {
+				continue
+			}
+			if !first {
 				b = append(b, ' ')
 			}
-			b = append(b, roundForHumans(a.Delay).String()...)
+			if a.Number > traceHead && a.Number == max(t.n-traceTail+1, traceHead+1) && t.n > traceHead+traceTail {
+				b = append(b, "… "...)
+			}
+			first = false
+			b = append(b, roundForHumans(a.Wait).String()...)
 		}
 		b = append(b, ']')
 	}
@@ -137,24 +173,43 @@ func (t Trace) String() string {
 		b = append(b, roundForHumans(e).String()...)
 	}
 	b = append(b, ", "...)
-	b = append(b, t.stop...)
-	return string(b)
+	return string(t.appendOutcome(b))
 }
 
-// LogValue logs the trace as a group: attempts, waits, elapsed, result and
-// each attempt's reason.
+// appendOutcome appends why Do stopped, and after what.
+func (t Trace) appendOutcome(b []byte) []byte {
+	reason := t.Last().Reason
+	switch {
+	case t.stop == StopNotRetryable && reason != "":
+		b = append(b, reason...)
+		return append(b, ": not retried"...)
+	case t.stop == StopSuccess || reason == "":
+		return append(b, t.stop.String()...)
+	}
+	b = append(b, t.stop.String()...)
+	b = append(b, " ("...)
+	b = append(b, reason...)
+	return append(b, ')')
+}
+
+// LogValue logs the trace as a group: attempts, waits (rounded as in
+// String), elapsed, stop, and each attempt's reason.
 func (t Trace) LogValue() slog.Value {
-	reasons := make([]string, 0, t.Attempts())
+	reasons := make([]string, 0, min(t.n, traceHead+traceTail))
+	waits := make([]string, 0, min(t.n, traceHead+traceTail))
 	for a := range t.All() {
 		if a.Reason != "" {
 			reasons = append(reasons, a.Reason)
 		}
+		if a.Number > 1 {
+			waits = append(waits, roundForHumans(a.Wait).String())
+		}
 	}
 	return slog.GroupValue(
-		slog.Int("attempts", t.Attempts()),
-		slog.Any("waits", t.Delays()),
-		slog.Duration("elapsed", t.Elapsed()),
-		slog.String("result", t.stop),
+		slog.Int("attempts", t.n),
+		slog.Any("waits", waits),
+		slog.Duration("elapsed", roundForHumans(t.Elapsed())),
+		slog.String("stop", t.stop.String()),
 		slog.Any("reasons", reasons),
 	)
 }

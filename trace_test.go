@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,8 +27,12 @@ func TestTraceString(t *testing.T) {
 	}{
 		{"at once", nil, retry.Policy{}, "1 attempt, ok"},
 		{"two failures", []error{errUnavailable, errUnavailable}, retry.Policy{Jitter: retry.NoJitter}, "3 attempts, waits [200ms 400ms], 600ms, ok"},
-		{"exhausted", []error{secret, secret}, retry.Policy{MaxAttempts: 2, Jitter: retry.NoJitter}, "2 attempts, waits [200ms], 200ms, attempts exhausted"},
-		{"permanent", []error{retry.Permanent(secret)}, retry.Policy{}, "1 attempt, permanent"},
+		{"exhausted", []error{secret, secret}, retry.Policy{MaxAttempts: 2, Jitter: retry.NoJitter}, "2 attempts, waits [200ms], 200ms, attempts exhausted (error)"},
+		{"permanent", []error{retry.Permanent(secret)}, retry.Policy{}, "1 attempt, permanent: not retried"},
+		{"not retried by the classifier", []error{secret}, retry.Policy{Classifier: func(context.Context, retry.Attempt) retry.Decision {
+			return retry.Decision{Reason: "404 Not Found"}
+		}}, "1 attempt, 404 Not Found: not retried"},
+		{"deadline", []error{errUnavailable, errUnavailable}, retry.Policy{Jitter: retry.NoJitter, MaxElapsed: 500 * time.Millisecond}, "2 attempts, waits [200ms], 200ms, deadline (error)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,17 +57,17 @@ func TestTraceLogValueHoldsNoErrorText(t *testing.T) {
 	var line struct {
 		Trace struct {
 			Attempts int      `json:"attempts"`
-			Waits    []int64  `json:"waits"`
+			Waits    []string `json:"waits"`
 			Elapsed  int64    `json:"elapsed"`
-			Result   string   `json:"result"`
+			Stop     string   `json:"stop"`
 			Reasons  []string `json:"reasons"`
 		} `json:"trace"`
 	}
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
 	assert.Equal(t, 3, line.Trace.Attempts)
-	assert.Equal(t, []int64{int64(200 * time.Millisecond), int64(400 * time.Millisecond)}, line.Trace.Waits)
+	assert.Equal(t, []string{"200ms", "400ms"}, line.Trace.Waits, "waits read as in String")
 	assert.Equal(t, int64(600*time.Millisecond), line.Trace.Elapsed)
-	assert.Equal(t, "attempts exhausted", line.Trace.Result)
+	assert.Equal(t, "attempts exhausted", line.Trace.Stop)
 	assert.Equal(t, []string{"error", "error", "error"}, line.Trace.Reasons)
 }
 
@@ -70,7 +75,7 @@ func TestZeroTrace(t *testing.T) {
 	t.Parallel()
 	var tr retry.Trace
 	assert.Equal(t, 0, tr.Attempts())
-	assert.Nil(t, tr.Delays())
+	assert.Nil(t, tr.Waits())
 	assert.Equal(t, time.Duration(0), tr.Elapsed())
 	assert.Equal(t, retry.Attempt{}, tr.Last())
 	for range tr.All() {
@@ -89,4 +94,66 @@ func TestTraceAllStopsWhenAsked(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{1, 2}, seen)
+}
+
+// A loop without a count limit keeps a bounded Trace: the first 32 attempts
+// and the last 32, however long it runs, while Attempts counts them all.
+func TestTraceIsBoundedUnderAnUnlimitedCount(t *testing.T) {
+	t.Parallel()
+	const calls = 10_000
+	op := retrytest.Script(slices.Repeat([]error{errUnavailable}, calls-1)...)
+	p := retry.Policy{MaxAttempts: -1, MaxElapsed: 24 * time.Hour, BaseBackoff: time.Millisecond, Factor: 1, Jitter: retry.NoJitter}
+	tr, err := retrytest.Do(context.Background(), op.Call, p)
+	require.NoError(t, err)
+	assert.Equal(t, calls, tr.Attempts())
+
+	var numbers []int
+	for a := range tr.All() {
+		numbers = append(numbers, a.Number)
+	}
+	want := append(seq(1, 32), seq(calls-31, calls)...)
+	assert.Equal(t, want, numbers, "the head and the tail, in order")
+	assert.Equal(t, calls, tr.Last().Number)
+	assert.Len(t, tr.Waits(), 63)
+	assert.Equal(t, time.Duration(calls-1)*time.Millisecond, tr.Elapsed(), "Elapsed still spans the whole call")
+	assert.Contains(t, tr.String(), "1ms … 1ms")
+
+	// Between the bounds the Trace is whole.
+	for _, n := range []int{33, 64, 65, 100} {
+		op := retrytest.Script(slices.Repeat([]error{errUnavailable}, n-1)...)
+		tr, err := retrytest.Do(context.Background(), op.Call, p)
+		require.NoError(t, err)
+		var got []int
+		for a := range tr.All() {
+			got = append(got, a.Number)
+		}
+		if n <= 64 {
+			assert.Equal(t, seq(1, n), got, "%d attempts", n)
+		} else {
+			assert.Equal(t, append(seq(1, 32), seq(n-31, n)...), got, "%d attempts", n)
+		}
+	}
+}
+
+func seq(from, to int) []int {
+	var s []int
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// Elapsed spans the Classifier and OnRetry too, even when the first
+// attempt's start was not read: it counts from the end of the first attempt.
+func TestTraceElapsedCountsSlowHooks(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	op := retrytest.Script(errUnavailable)
+	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{
+		Clock:   clk,
+		Jitter:  retry.NoJitter,
+		OnRetry: func(context.Context, retry.Attempt, time.Duration) { clk.Add(time.Second) },
+	})
+	require.NoError(t, err)
+	assert.Equal(t, time.Second+200*time.Millisecond, tr.Elapsed(), "1s in OnRetry, then the 200ms wait")
 }

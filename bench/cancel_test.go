@@ -112,7 +112,7 @@ func cancelCases(t *testing.T) []cancelCase {
 			return handloop(ctx, fail(called), second, second) // equal jitter: [0.5s, 1s]
 		}},
 		{name: "stormguard", run: func(ctx context.Context, called func()) error {
-			p := retry.Policy{BaseDelay: second, MaxDelay: second, Jitter: retry.EqualJitter}
+			p := retry.Policy{BaseBackoff: second, MaxBackoff: second, Jitter: retry.EqualJitter}
 			_, err := retry.Do(ctx, fail(called), p)
 			return err
 		}},
@@ -224,7 +224,7 @@ func retryableHTTPCancel(t *testing.T) cancelCase {
 func stormguardHTTPCancel(t *testing.T) cancelCase {
 	srv := newFlakyServer(t, 1<<62) // 503 every time
 	var called func()
-	p := retry.Policy{BaseDelay: time.Second, MaxDelay: time.Second, Jitter: retry.EqualJitter}
+	p := retry.Policy{BaseBackoff: time.Second, MaxBackoff: time.Second, Jitter: retry.EqualJitter}
 	p.OnRetry = func(context.Context, retry.Attempt, time.Duration) { called() }
 	tr := newTransport(t)
 	c := &http.Client{Transport: &retryhttp.Transport{Base: tr, Policy: p}}

@@ -62,7 +62,7 @@ func BenchmarkThreeFailures(b *testing.B) {
 	b.Run("stormguard-timer", func(b *testing.B) {
 		f := newFlaky(failures)
 		op := func(context.Context) error { return f.call() }
-		p := retry.Policy{BaseDelay: 2, MaxDelay: 2, Jitter: retry.EqualJitter}
+		p := retry.Policy{BaseBackoff: 2, MaxBackoff: 2, Jitter: retry.EqualJitter}
 		for b.Loop() {
 			f.reset()
 			if _, err := retry.Do(ctx, op, p); f.done(err) != nil {
@@ -139,7 +139,7 @@ func BenchmarkRetryGrowth(b *testing.B) {
 			p    retry.Policy
 		}{
 			{"stormguard", ourPolicy(tinyDelay, tinyDelay)},
-			{"stormguard-timer", retry.Policy{BaseDelay: 2, MaxDelay: 2, Jitter: retry.EqualJitter}},
+			{"stormguard-timer", retry.Policy{BaseBackoff: 2, MaxBackoff: 2, Jitter: retry.EqualJitter}},
 		} {
 			b.Run(fmt.Sprintf("failures=%d/%s", failures, row.name), func(b *testing.B) {
 				f := newFlaky(failures)

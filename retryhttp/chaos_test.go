@@ -317,8 +317,8 @@ func TestChaos(t *testing.T) {
 		Base: base,
 		Policy: retry.Policy{
 			MaxAttempts:    chaosMaxAttempts,
-			BaseDelay:      time.Millisecond,
-			MaxDelay:       5 * time.Millisecond,
+			BaseBackoff:    time.Millisecond,
+			MaxBackoff:     5 * time.Millisecond,
 			AttemptTimeout: 50 * time.Millisecond,
 		},
 		MaxRetryAfter: time.Second, // Retry-After: 1 or more returns the response at once

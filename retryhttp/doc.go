@@ -17,7 +17,7 @@
 // delay plus the policy's jittered backoff, Retry-After + Policy.Wait(n), so
 // that clients told the same time come back spread out rather than in
 // lockstep; with the default full jitter it is uniform in [Retry-After,
-// Retry-After + min(MaxDelay, BaseDelay·Factor^(n−1))). A Retry-After that
+// Retry-After + min(MaxBackoff, BaseBackoff·Factor^(n−1))). A Retry-After that
 // would pass MaxElapsed or the ctx deadline, or that reaches
 // [Transport.MaxRetryAfter], ends the retrying at once and returns that
 // response.

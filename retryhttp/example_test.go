@@ -31,8 +31,8 @@ func ExampleNewClient() {
 	srv := flaky(2)
 	defer srv.Close()
 
-	// BaseDelay is a millisecond only so that the example runs fast.
-	client := retryhttp.NewClient(retry.Policy{BaseDelay: time.Millisecond})
+	// BaseBackoff is a millisecond only so that the example runs fast.
+	client := retryhttp.NewClient(retry.Policy{BaseBackoff: time.Millisecond})
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		fmt.Println(err)
@@ -49,7 +49,7 @@ func ExampleNewClient() {
 func ExampleWithTrace() {
 	srv := flaky(2)
 	defer srv.Close()
-	client := retryhttp.NewClient(retry.Policy{BaseDelay: time.Millisecond})
+	client := retryhttp.NewClient(retry.Policy{BaseBackoff: time.Millisecond})
 
 	var trace retry.Trace
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
@@ -92,7 +92,7 @@ func ExampleTransport_idempotencyKey() {
 	defer srv.Close()
 
 	client := &http.Client{Transport: &retryhttp.Transport{
-		Policy:             retry.Policy{BaseDelay: time.Millisecond},
+		Policy:             retry.Policy{BaseBackoff: time.Millisecond},
 		AutoIdempotencyKey: true,
 	}}
 	resp, err := client.Post(srv.URL+"/orders", "application/json", strings.NewReader(`{"sku":"A-1"}`))
@@ -123,7 +123,7 @@ func ExampleTransport_classify() {
 	defer srv.Close()
 
 	client := &http.Client{Transport: &retryhttp.Transport{
-		Policy: retry.Policy{BaseDelay: time.Millisecond},
+		Policy: retry.Policy{BaseBackoff: time.Millisecond},
 		Classify: func(resp *http.Response, err error) retry.Decision {
 			if resp != nil && resp.StatusCode == http.StatusInternalServerError {
 				return retry.Decision{Retry: true, Reason: "500 Internal Server Error"}

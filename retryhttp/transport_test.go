@@ -190,7 +190,7 @@ func TestInvalidPolicyIsAnErrorAndClosesTheBody(t *testing.T) {
 func TestNewClientRetries(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503), status(200))
-	c := retryhttp.NewClient(retry.Policy{BaseDelay: time.Millisecond})
+	c := retryhttp.NewClient(retry.Policy{BaseBackoff: time.Millisecond})
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(srv.URL)
 	require.NoError(t, err)

@@ -28,3 +28,12 @@ func (s *seeded) Wait(st retry.Step, _ float64) time.Duration {
 	s.mu.Unlock()
 	return s.j.Wait(st, u)
 }
+
+// Validate forwards to the wrapped Jitter's Validate, if it has one, so that
+// Policy.Validate sees through the wrapper.
+func (s *seeded) Validate() error {
+	if v, ok := s.j.(interface{ Validate() error }); ok {
+		return v.Validate()
+	}
+	return nil
+}

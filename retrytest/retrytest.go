@@ -54,3 +54,28 @@ func (o *Op) Calls() int {
 	defer o.mu.Unlock()
 	return o.calls
 }
+
+// ValueOp is an [Op] for retry.DoValue: it returns the zero T with each
+// scripted error, then v.
+type ValueOp[T any] struct {
+	op Op
+	v  T
+}
+
+// ScriptValue returns a ValueOp whose i-th call returns errs[i], and every
+// later call v: ScriptValue(order, e, e) fails twice, then returns order.
+func ScriptValue[T any](v T, errs ...error) *ValueOp[T] {
+	return &ValueOp[T]{op: Op{script: errs}, v: v}
+}
+
+// Call is the operation: pass o.Call to retry.DoValue.
+func (o *ValueOp[T]) Call(ctx context.Context) (T, error) {
+	if err := o.op.Call(ctx); err != nil {
+		var zero T
+		return zero, err
+	}
+	return o.v, nil
+}
+
+// Calls returns how many times Call has run.
+func (o *ValueOp[T]) Calls() int { return o.op.Calls() }

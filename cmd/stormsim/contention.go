@@ -67,16 +67,16 @@ func (c contentionConfig) validate() error {
 
 // contentionPolicy maps the post's backoff onto a retry.Policy, so that
 // Policy.Wait computes it. The post waits min(cap, base·2ⁿ) before retry n;
-// the library's delay is BaseDelay·Factor^(n−1), the same with BaseDelay =
+// the library's delay is BaseBackoff·Factor^(n−1), the same with BaseBackoff =
 // 2·base and Factor 2. Decorrelated jitter ignores that delay: it draws
 // min(cap, uniform(base, 3·previous)) with previous = base at first, and the
-// library anchors it on BaseDelay, so for it BaseDelay is base itself.
+// library anchors it on BaseBackoff, so for it BaseBackoff is base itself.
 func contentionPolicy(cfg contentionConfig, s strategy) retry.Policy {
 	base := 2 * cfg.Base
 	if s.jitter == retry.DecorrelatedJitter {
 		base = cfg.Base
 	}
-	return retry.Policy{BaseDelay: base, Factor: 2, MaxDelay: cfg.Cap, Jitter: s.jitter}
+	return retry.Policy{BaseBackoff: base, Factor: 2, MaxBackoff: cfg.Cap, Jitter: s.jitter}
 }
 
 // contentionRun is what one run of scenario B measured.

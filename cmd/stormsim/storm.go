@@ -18,8 +18,8 @@ type stormConfig struct {
 	Window   time.Duration // the server's fixed rate windows, aligned on t=0
 
 	// Policy is the clients' retry policy; each row sets its Jitter and
-	// Budget. The simulator honours MaxAttempts, BaseDelay, Factor and
-	// MaxDelay; MaxAttempts must be set, since nothing else ends a client.
+	// Budget. The simulator honours MaxAttempts, BaseBackoff, Factor and
+	// MaxBackoff; MaxAttempts must be set, since nothing else ends a client.
 	Policy retry.Policy
 
 	// BudgetTokens and BudgetRatio size the retry.Budget that all clients

@@ -15,7 +15,7 @@ func TestDescribeWaitsReadsTheLibrarysDefaults(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "200ms·2^(n−1) capped at 5s", describeWaits(retry.Policy{}))
 	assert.Equal(t, "10ms·3^(n−1) capped at 1s",
-		describeWaits(retry.Policy{BaseDelay: 10 * time.Millisecond, Factor: 3, MaxDelay: time.Second, Jitter: retry.FullJitter}))
+		describeWaits(retry.Policy{BaseBackoff: 10 * time.Millisecond, Factor: 3, MaxBackoff: time.Second, Jitter: retry.FullJitter}))
 }
 
 func TestStormTable(t *testing.T) {

@@ -29,7 +29,7 @@ func main() {
 		return nil
 	}
 	p := retry.Policy{
-		BaseDelay: 50 * time.Millisecond, // short, so the demo is quick
+		BaseBackoff: 50 * time.Millisecond, // short, so the demo is quick
 		OnRetry: func(_ context.Context, a retry.Attempt, wait time.Duration) {
 			fmt.Printf("  attempt %d failed (%v), retrying in %v\n", a.Number, a.Err, wait.Round(time.Millisecond))
 		},
@@ -49,7 +49,7 @@ func main() {
 	fmt.Println("A service that stays down:")
 	trace, err = retry.Do(ctx, func(context.Context) error {
 		return errors.New("connection refused")
-	}, retry.Policy{MaxAttempts: 3, BaseDelay: 20 * time.Millisecond})
+	}, retry.Policy{MaxAttempts: 3, BaseBackoff: 20 * time.Millisecond})
 	fmt.Printf("  err=%v\n  exhausted=%v\n  trace: %v\n\n", err, errors.Is(err, retry.ErrExhausted), trace)
 
 	// The storm: 18 clients fail at the same instant. Their first retries,
