@@ -29,8 +29,10 @@ type attempt struct {
 
 	timer interface{ Stop() bool } // nil when not timed, or once stopped
 	late  bool                     // the timer fired before it was stopped
-	gen   uint64                   // the refresher's generation when it was sent
+	auth  string                   // the Authorization it carried, when Refresh is set
 	resp  *http.Response
+
+	statusErr StatusError // its error when the status is 400 or more, kept here to save an allocation
 }
 
 // send makes one attempt and returns it once its response headers arrive.
@@ -60,6 +62,14 @@ func (c *call) send(loop context.Context) (*attempt, error) {
 		}
 		return nil, err
 	}
+	// The timers bound the wait for the response head, and nothing after
+	// it: neither the Classifier nor the caller's reading of the body.
+	if !a.stopTimer() {
+		// The time ran out just as the head came: the attempt's ctx has
+		// ended, so its body is unreadable. It counts as timed out.
+		a.discard(0)
+		return nil, errAttemptTimeout
+	}
 	return a, nil
 }
 
@@ -81,9 +91,6 @@ func (c *call) start(loop context.Context) *attempt {
 			cancel := a.cancel
 			a.timer = afterFunc(c.clk, d, func() { cancel(errAttemptTimeout) })
 		}
-	}
-	if c.t.Refresh != nil {
-		a.gen = c.t.refresh.generation()
 	}
 	return a
 }
@@ -141,10 +148,10 @@ func (a *attempt) release() {
 	}
 }
 
-// discard drains and closes the response, so that its connection can be
-// reused, drops it, and releases the attempt.
-func (a *attempt) discard() {
-	drain(a.resp.Body)
+// discard drains the response, for at most limit, and closes it, so that
+// its connection can be reused; then it drops it and releases the attempt.
+func (a *attempt) discard(limit time.Duration) {
+	drain(a.resp, limit)
 	a.resp = nil
 	a.release()
 }

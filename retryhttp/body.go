@@ -3,19 +3,35 @@ package retryhttp
 import (
 	"io"
 	"net/http"
+	"time"
 )
 
-// drainLimit bounds how much of a retried response's body is read so that
-// its connection can be reused; a longer body is cut off, and its connection
-// closed, which costs less than reading it.
-const drainLimit = 64 << 10
+// Bounds on draining a response that is not returned, so that its
+// connection can be reused. A body longer than drainBytes, or of unknown
+// length, is closed unread: that costs the connection, which is cheaper than
+// reading what a server may stretch without end. A known short body is read
+// for at most drainTimeout, so that a server that trickles it cannot hold
+// the request.
+const (
+	drainBytes   = 64 << 10
+	drainTimeout = 250 * time.Millisecond
+)
 
-// drain reads up to drainLimit of body and closes it.
-func drain(body io.ReadCloser) {
+// drain reads resp's body, if it is short, for at most limit, and closes
+// it. The limit is real time, whatever the policy's clock: it bounds real
+// reading.
+func drain(resp *http.Response, limit time.Duration) {
+	body := resp.Body
 	if body == nil {
 		return
 	}
-	_, _ = io.CopyN(io.Discard, body, drainLimit)
+	if resp.ContentLength < 0 || resp.ContentLength > drainBytes || limit <= 0 {
+		body.Close()
+		return
+	}
+	stop := time.AfterFunc(limit, func() { body.Close() }) // Close unblocks a Read in net/http's bodies
+	_, _ = io.CopyN(io.Discard, body, resp.ContentLength+1)
+	stop.Stop()
 	body.Close()
 }
 

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -12,21 +13,24 @@ import (
 // up front, and the state of its latest attempt. Do runs op, the Classifier
 // and OnRetry on the RoundTrip's goroutine, so call needs no lock.
 type call struct {
-	t        *Transport
-	req      *http.Request
-	base     http.RoundTripper
-	clk      retry.Clock // nil: the real clock
-	timeout  time.Duration
-	classify func(*http.Response, error) retry.Decision
-	trace    *retry.Trace // where to store the Trace, from WithTrace; may be nil
+	t       *Transport
+	req     *http.Request
+	opts    options
+	base    http.RoundTripper
+	clk     retry.Clock // nil: the real clock
+	timeout time.Duration
+	loop    context.Context // Do's op ctx, for its deadline
 
-	keyHeader string // the idempotency key's header, canonical
-	key       string // the key the Transport made for this request, if any
-	why       string // why the request must not be repeated; "" if it may
+	keyHeader  string // the idempotency key's header, canonical
+	key        string // the key the Transport made for this request, if any
+	keyless    bool   // a method that is not idempotent, without a key
+	rewindable bool   // no body, or GetBody makes a fresh copy
+	originStr  string // origin(req.URL), once asked for
 
-	bodySent  bool   // req.Body went to Base: later attempts need GetBody
-	refreshed bool   // Refresh ran for this request
-	auth      string // Authorization from Refresh, for every later attempt
+	bodySent bool          // req.Body went to Base: later attempts need GetBody
+	nextBody io.ReadCloser // the body for the next attempt, got ahead of the wait
+	auth     string        // Authorization the Transport sets: a newer credential for the origin
+	resent   bool          // the request was sent again after a 401
 
 	sendHeader http.Header // the header attempts send, when the Transport sets one
 	sendAuth   string      // the auth that sendHeader carries
@@ -35,127 +39,166 @@ type call struct {
 	live     *attempt       // the latest attempt, for abandon
 	cur      *attempt       // the latest attempt, while its response is unread
 	status   int            // the latest attempt's status; 0 if it had none
-	err      error          // the latest attempt's error; nil if it had a response
+	err      error          // the latest attempt's error, or its *StatusError
 	decision retry.Decision // what the latest failed attempt was judged
 }
 
-func (t *Transport) newCall(req *http.Request) *call {
+func (t *Transport) newCall(req *http.Request, opts options) *call {
 	c := &call{
-		t:         t,
-		req:       req,
-		base:      t.base(),
-		clk:       t.Policy.Clock,
-		classify:  t.classify(),
-		trace:     traceSlot(req.Context()),
-		keyHeader: t.idempotencyHeader(),
+		t:          t,
+		req:        req,
+		opts:       opts,
+		base:       t.base(),
+		keyHeader:  t.idempotencyHeader(),
+		rewindable: rewindable(req),
 	}
-	_, keyed := req.Header[c.keyHeader]
+	keyed := hasKey(req.Header, c.keyHeader)
 	if !keyed && t.AutoIdempotencyKey && !idempotent(req.Method) {
 		c.key, keyed = newKey(), true
 	}
-	c.why = notRepeatable(req, keyed, c.keyHeader)
+	c.keyless = !keyed && !idempotent(req.Method)
+	if t.Refresh != nil {
+		c.auth = t.auth.newer(c.origin(), req.Header.Get("Authorization"))
+	}
 	return c
 }
 
-// attempt is Do's op: one attempt of the request. A response that is worth
-// retrying comes back as a *statusError, so that Do asks the Classifier
-// (decided) about it; the response itself stays in c.cur until OnRetry
-// drains it or finish returns it.
-func (c *call) attempt(loop context.Context) error {
-	c.n++
-	a, err := c.send(loop)
-	if err == nil && a.resp.StatusCode == http.StatusUnauthorized && c.mayRefresh() {
-		a, err = c.reauthorize(loop, a)
+func (c *call) origin() string {
+	if c.originStr == "" {
+		c.originStr = origin(c.req.URL)
 	}
-	if err != nil {
-		return c.failed(err)
-	}
-	return c.answered(a)
+	return c.originStr
 }
 
-// answered judges an attempt that got a response.
-func (c *call) answered(a *attempt) error {
-	c.status, c.err = a.resp.StatusCode, nil
-	d := c.classify(a.resp, nil)
-	if !d.Retry {
-		if !a.stopTimer() {
-			// The attempt timed out just as its headers came: its body is
-			// unreadable, so it counts as timed out.
-			a.discard()
-			return c.failed(errAttemptTimeout)
-		}
-		c.cur = a
+// attempt is Do's op: one attempt of the request. A response with a status
+// of 400 or more comes back as a *StatusError, so that Do asks the
+// Classifier (decider) about it; the response itself stays in c.cur until
+// OnRetry drains it or finish returns it.
+func (c *call) attempt(loop context.Context) error {
+	c.n++
+	c.loop = loop
+	a, err := c.send(loop)
+	if err == nil && a.resp.StatusCode == http.StatusUnauthorized && c.t.Refresh != nil {
+		a, err = c.unauthorized(loop, a)
+	}
+	if err != nil {
+		c.cur, c.status, c.err = nil, 0, err
+		return err
+	}
+	c.cur, c.status, c.err = a, a.resp.StatusCode, nil
+	if c.t.Refresh != nil {
+		c.t.auth.answered(c.origin(), a.auth, a.resp.StatusCode)
+	}
+	if a.resp.StatusCode < 400 {
 		return nil
 	}
-	// The timer keeps running until the response is drained or returned,
-	// so that it bounds the drain of a slow body too.
-	c.cur = a
-	c.err = errStatus(a.resp.StatusCode)
-	c.decision = c.gate(c.retryAfter(a.resp, d))
+	a.statusErr = StatusError{StatusCode: a.resp.StatusCode, Header: a.resp.Header}
+	c.err = &a.statusErr
 	return c.err
 }
 
-// failed judges an attempt that ended in an error.
-func (c *call) failed(err error) error {
-	c.status, c.err, c.decision = 0, err, retry.Decision{}
-	if c.req.Context().Err() == nil { // else Do stops without asking
-		c.decision = c.gate(c.classify(nil, err))
+// decider wraps the Policy's Classifier: whatever it says, a request that
+// must not be repeated is not, a response's Retry-After is a floor, and the
+// next attempt's body is got before the wait, so that a GetBody that fails
+// ends the loop on the response in hand rather than on an attempt that
+// never reached the server.
+func (c *call) decider(classify retry.Classifier) retry.Classifier {
+	return func(ctx context.Context, a retry.Attempt) retry.Decision {
+		d := classify(ctx, a)
+		if c.cur != nil && d.Retry {
+			d = c.retryAfter(c.cur.resp, d)
+		}
+		d = c.gate(d, a.Err)
+		if d.Retry && c.bodySent && c.req.GetBody != nil {
+			body, err := c.req.GetBody()
+			if err != nil {
+				d = retry.Decision{Reason: d.Reason + "; GetBody failed"}
+			} else {
+				c.nextBody = body
+			}
+		}
+		c.decision = d
+		return d
 	}
-	return err
 }
 
 // gate keeps a request that must not be repeated from being retried, and
-// says why in the Reason that the Trace keeps.
-func (c *call) gate(d retry.Decision) retry.Decision {
-	if d.Retry && c.why != "" {
-		return retry.Decision{Reason: d.Reason + "; " + c.why}
+// says why in the Reason that the Trace keeps. A request whose dial failed
+// never reached a server, so it may be sent again whatever its method.
+func (c *call) gate(d retry.Decision, err error) retry.Decision {
+	switch {
+	case !d.Retry:
+		return d
+	case !c.rewindable:
+		return retry.Decision{Reason: d.Reason + "; body cannot be replayed (no GetBody)"}
+	case c.keyless && !neverSent(err):
+		return retry.Decision{Reason: d.Reason + "; " + c.req.Method + " without " + c.keyHeader + " is not retried"}
 	}
 	return d
 }
 
-// decided is the Policy's Classifier: op has judged the attempt already.
-func (c *call) decided(error) retry.Decision {
-	return c.decision
-}
-
-// onRetry wraps the Policy's OnRetry: before each wait it logs the retry and
-// drains the response that is being retried, so that its connection goes
-// back to the pool for the next attempt.
+// onRetry wraps the Policy's OnRetry: before each wait it logs the retry
+// and drains the response that is being retried, so that its connection
+// goes back to the pool for the next attempt. It drains only if the wait
+// still fits in the time left after the drain: otherwise Do gives up, and
+// the response is the caller's, unread.
 func (c *call) onRetry(next func(context.Context, retry.Attempt, time.Duration)) func(context.Context, retry.Attempt, time.Duration) {
 	return func(ctx context.Context, failed retry.Attempt, wait time.Duration) {
 		c.logRetry(failed.Number, failed.Reason, wait)
-		if c.cur != nil {
-			c.cur.discard()
-			c.cur = nil
-		}
 		if next != nil {
 			next(ctx, failed, wait)
+		}
+		if a := c.cur; a != nil {
+			limit := drainTimeout
+			if end, ok := c.loop.Deadline(); ok {
+				// Half the slack at most, so that the wait still fits when
+				// Do checks again after this hook.
+				slack := end.Sub(now(c.clk)) - wait
+				if slack <= 0 {
+					return // Do gives up: keep the response for the caller
+				}
+				limit = min(limit, slack/2)
+			}
+			a.discard(limit)
+			c.cur = nil
 		}
 	}
 }
 
 // finish turns what Do returned into RoundTrip's result.
 func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
-	if c.trace != nil {
-		*c.trace = tr
+	if c.opts.trace != nil {
+		*c.opts.trace = tr
+	}
+	if c.nextBody != nil {
+		c.nextBody.Close()
+		c.nextBody = nil
 	}
 	if !c.bodySent && c.req.Body != nil {
 		c.req.Body.Close() // no attempt took it; a RoundTripper must close it
 	}
-	if err != nil {
+	deferred := tr.Stop() == retry.StopDeferred
+	if err != nil && !deferred {
 		c.logGiveUp(tr)
 	}
 	alive := c.req.Context().Err() == nil
 	if a := c.cur; a != nil {
 		c.cur = nil
-		if err == nil || alive {
+		switch {
+		case !alive:
+			a.discard(0)
+		case deferred:
+			// The outer loop owns retrying: it gets an error it will retry,
+			// after the response's Retry-After, and the response is freed.
+			a.discard(c.drainLimit())
+			return nil, timeoutAware(retry.RetryAfter(err, c.decision.RetryAfter))
+		default:
 			// Success, a final status, or a retryable status that Do gave
 			// up on: the caller gets the response, unread.
 			return a.keep(), nil
 		}
-		a.discard()
 	}
-	if err != nil && c.err != nil && !c.decision.Retry && alive {
+	if err != nil && c.err != nil && !c.decision.Retry && alive && !deferred {
 		// Do returned the attempt's error as it is: the Transport would not
 		// retry it, so an outer retry loop should not either.
 		err = retry.Permanent(err)
@@ -163,15 +206,36 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 	return nil, timeoutAware(err)
 }
 
+// drainLimit bounds a drain by drainTimeout and by the request's deadline.
+func (c *call) drainLimit() time.Duration {
+	limit := drainTimeout
+	if end, ok := c.req.Context().Deadline(); ok {
+		limit = min(limit, end.Sub(now(c.clk)))
+	}
+	return limit
+}
+
+// summary describes the request for OnDone.
+func (c *call) summary(tr retry.Trace, resp *http.Response, err error) Summary {
+	s := Summary{Method: c.req.Method, Origin: c.origin(), Route: c.opts.route, Trace: tr, Err: err}
+	if s.Method == "" {
+		s.Method = http.MethodGet
+	}
+	if resp != nil {
+		s.Status = resp.StatusCode
+	}
+	return s
+}
+
 // abandon releases what a panic left open, if one came up from Base,
-// GetBody or the user's code (Classify, OnRetry, the Jitter, Refresh, the
-// Logger's handler) while an attempt was in flight or its response unread:
-// the attempt's timer and ctx, and its response, closed without draining.
-// Do has released its own timers by then. Without it, the response's
-// connection would stay busy, and its reading goroutine blocked, for as
-// long as the server keeps the connection open; ending the attempt's own
-// ctx also frees a response that a panicking Base got and dropped (an
-// *http.Transport, which gets no such ctx, never does that).
+// GetBody or the user's code (the Classifier, OnRetry, the Jitter, Refresh,
+// the Logger's handler, OnDone) while an attempt was in flight or its
+// response unread: the attempt's timer and ctx, and its response, closed
+// without draining. Do has released its own timers by then. Without it, the
+// response's connection would stay busy, and its reading goroutine
+// blocked, for as long as the server keeps the connection open; ending the
+// attempt's own ctx also frees a response that a panicking Base got and
+// dropped (an *http.Transport, which gets no such ctx, never does that).
 func (c *call) abandon() {
 	if a := c.live; a != nil {
 		if a.resp != nil && a.resp.Body != nil {
@@ -179,30 +243,10 @@ func (c *call) abandon() {
 		}
 		a.release()
 	}
+	if c.nextBody != nil {
+		c.nextBody.Close()
+	}
 	if !c.bodySent && c.req.Body != nil {
 		c.req.Body.Close()
 	}
-}
-
-func (c *call) mayRefresh() bool {
-	return c.t.Refresh != nil && !c.refreshed && rewindable(c.req)
-}
-
-// reauthorize handles a 401: it refreshes the credentials, once per request,
-// and sends the request again at once. If the refresh fails, the 401 stands.
-func (c *call) reauthorize(loop context.Context, a *attempt) (*attempt, error) {
-	c.refreshed = true
-	a.stopTimer() // the 401 came in time; the refresh is not the attempt's
-	auth, err := c.t.refresh.do(c.req.Context(), c.t.Refresh, a.gen)
-	if err != nil {
-		c.logRefreshFailed(err)
-		return a, nil
-	}
-	if auth != "" {
-		c.auth = auth
-	}
-	c.status, c.err = a.resp.StatusCode, nil
-	c.logRetry(c.n, statusText(http.StatusUnauthorized)+"; credentials refreshed", 0)
-	a.discard()
-	return c.send(loop)
 }

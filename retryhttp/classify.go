@@ -8,49 +8,60 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/stormguard/retry"
 )
 
-// DefaultClassify is the Classify of the zero [Transport]. It retries:
+// DefaultClassifier is the Classifier of a Transport whose Policy has none.
+// It retries:
 //   - 408 Request Timeout, 429 Too Many Requests, 502 Bad Gateway,
 //     503 Service Unavailable and 504 Gateway Timeout;
+//   - 409 Conflict with a Retry-After header: an idempotency key whose first
+//     request is still running (see package idempotency);
 //   - an attempt that timed out (AttemptTimeout or MaxElapsed ran out while
 //     the caller's ctx was alive), and network timeouts;
-//   - a connection refused, reset, aborted or closed before the response
-//     (EOF), a broken pipe, an unreachable host or network, a DNS lookup
-//     that timed out or failed temporarily, and a keep-alive connection
-//     that the server closed as the request went out.
+//   - a connection refused, reset, aborted or closed before or during the
+//     response head (EOF, or a head cut short and so malformed), a broken
+//     pipe, an unreachable host or network, a DNS lookup that timed out or
+//     failed temporarily, and a keep-alive connection that the server
+//     closed as the request went out.
 //
 // It does not retry any other status (500 and 501 included: wrap it to opt
 // in, see the example), a TLS certificate error, a DNS name that does not
 // exist, a cancellation, or an error it does not know to be transient, such
 // as a malformed request. It decides by status code and by error type with
-// errors.Is and errors.As, never by error text (but for one error of
-// net/http that has neither type nor exported value; see the code).
+// errors.Is and errors.As, never by error text (but for two errors of
+// net/http that have neither type nor exported value; see the code).
 //
-// Redirects are followed by http.Client above the Transport, so each hop is
-// retried on its own and "stopped after 10 redirects" never reaches it.
+// Whatever it says, the Transport retries only a request that is safe to
+// repeat, and waits at least a response's Retry-After.
 //
 // The Reason it gives is short and fixed, "503 Service Unavailable" or
 // "connection refused", so that it is safe to log.
-func DefaultClassify(resp *http.Response, err error) retry.Decision {
-	if err != nil {
-		return classifyError(err)
+func DefaultClassifier(_ context.Context, a retry.Attempt) retry.Decision {
+	se, ok := a.Err.(*StatusError)
+	if !ok && !errors.As(a.Err, &se) {
+		return classifyError(a.Err)
 	}
-	switch resp.StatusCode {
+	reason := statusText(se.StatusCode)
+	switch se.StatusCode {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return retry.Decision{Retry: true, Reason: statusText(resp.StatusCode)}
+		return retry.Decision{Retry: true, Reason: reason}
+	case http.StatusConflict:
+		return retry.Decision{Retry: se.Header.Get("Retry-After") != "", Reason: reason}
 	}
-	return retry.Decision{Reason: statusText(resp.StatusCode)}
+	return retry.Decision{Reason: reason}
 }
 
 func classifyError(err error) retry.Decision {
 	yes := func(reason string) retry.Decision { return retry.Decision{Retry: true, Reason: reason} }
 	no := func(reason string) retry.Decision { return retry.Decision{Reason: reason} }
+	var protocol textproto.ProtocolError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return no("canceled")
@@ -66,6 +77,8 @@ func classifyError(err error) retry.Decision {
 		return yes("broken pipe")
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return yes("connection closed before response")
+	case errors.As(err, &protocol), isBrokenHead(err):
+		return yes("response cut short")
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
 		errors.Is(err, syscall.ENETDOWN):
 		return yes("network unreachable")
@@ -99,13 +112,24 @@ func isCertificateError(err error) bool {
 		errors.As(err, &hostname) || errors.As(err, &invalid)
 }
 
-// serverClosedIdle is the text of net/http's errServerClosedIdle: the server
-// closed a keep-alive connection just as a request went out on it. net/http
-// retries that itself, but only for the methods of Request.isReplayable, so a
-// PUT or DELETE can surface it. It is an unexported errors.New value, which
-// net/http returns undecorated: there is no type or value to match, and this
-// is the one place where an error's text is compared.
-const serverClosedIdle = "http: server closed idle connection"
+// Two errors of net/http have no type or exported value to match, and are
+// matched by their text, the only places where this package reads one.
+const (
+	// serverClosedIdle is errServerClosedIdle: the server closed a
+	// keep-alive connection just as a request went out on it. net/http
+	// retries that itself, but only for the methods of
+	// Request.isReplayable, so a PUT or DELETE can surface it.
+	serverClosedIdle = "http: server closed idle connection"
+
+	// brokenHead prefixes what net/http returns when a connection breaks
+	// after the request went out and before a whole response head came
+	// back. A cut inside the status line yields "malformed HTTP response"
+	// or "malformed HTTP status code", plain error strings; a cut at other
+	// bytes yields io.ErrUnexpectedEOF or a textproto.ProtocolError. Where
+	// the connection died must not decide whether the request is retried,
+	// so all of them are.
+	brokenHead = "net/http: HTTP/1.x transport connection broken: "
+)
 
 func isServerClosedIdle(err error) bool {
 	for ; err != nil; err = errors.Unwrap(err) {
@@ -114,6 +138,23 @@ func isServerClosedIdle(err error) bool {
 		}
 	}
 	return false
+}
+
+func isBrokenHead(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if strings.HasPrefix(err.Error(), brokenHead) {
+			return true
+		}
+	}
+	return false
+}
+
+// neverSent reports whether err proves that the request never reached a
+// server: the dial failed (connection refused, no route, a DNS lookup), so
+// nothing was written, and nothing can run twice if it is sent again.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // statusText is the Reason for a status: "503 Service Unavailable". It

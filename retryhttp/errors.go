@@ -3,7 +3,23 @@ package retryhttp
 import (
 	"context"
 	"errors"
+	"net/http"
 )
+
+// StatusError is the error of an attempt answered with a status of 400 or
+// more. The Policy's Classifier finds it in Attempt.Err, and decides on the
+// status and the header (Retry-After, say); the response's body stays with
+// the Transport. A caller sees one only when the Transport defers to an
+// outer retry loop (see [Transport.RoundTrip]); otherwise RoundTrip returns
+// the response itself, as net/http does for any status.
+type StatusError struct {
+	StatusCode int
+	Header     http.Header // the response's header; do not modify it
+}
+
+// Error returns the status as net/http names it, "503 Service
+// Unavailable", never the server's own reason phrase.
+func (e *StatusError) Error() string { return statusText(e.StatusCode) }
 
 var (
 	// errAttemptTimeout is the cause with which an attempt's ctx ends when
@@ -23,8 +39,8 @@ func (timeoutError) Is(target error) bool { return target == context.DeadlineExc
 
 // timeoutAware wraps an error for RoundTrip to return, so that it answers
 // Timeout() as its cause does: http.Client's *url.Error and os.IsTimeout ask
-// only the error they wrap, and neither retry's give-up error nor its
-// Permanent mark has that method.
+// only the error they wrap, and neither retry's StopError nor its Permanent
+// mark has that method.
 func timeoutAware(err error) error {
 	if err == nil {
 		return nil
@@ -40,28 +56,4 @@ func (e *roundTripError) Unwrap() error { return e.err }
 func (e *roundTripError) Timeout() bool {
 	var t interface{ Timeout() bool }
 	return errors.As(e.err, &t) && t.Timeout()
-}
-
-// statusError is the error of an attempt that got a status worth retrying.
-// Do sees it; the caller does only if its ctx ends, since otherwise RoundTrip
-// returns the response itself.
-type statusError struct{ code int }
-
-func (e *statusError) Error() string { return statusText(e.code) }
-
-// statusErrors holds the statusError of every code from 0 to 599, made once
-// so that a retried status costs no allocation. They are never modified.
-var statusErrors = func() (errs [600]statusError) {
-	for code := range errs {
-		errs[code].code = code
-	}
-	return errs
-}()
-
-// errStatus returns the error for an attempt answered with status code.
-func errStatus(code int) error {
-	if code >= 0 && code < len(statusErrors) {
-		return &statusErrors[code]
-	}
-	return &statusError{code: code}
 }

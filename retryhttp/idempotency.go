@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"strings"
 )
 
 const defaultIdempotencyHeader = "Idempotency-Key"
@@ -26,17 +27,31 @@ func rewindable(req *http.Request) bool {
 	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 }
 
-// notRepeatable says why req must be sent at most once, or returns "" if it
-// may be repeated. keyed reports whether it carries an idempotency key in
-// header keyHeader.
-func notRepeatable(req *http.Request, keyed bool, keyHeader string) string {
-	switch {
-	case !idempotent(req.Method) && !keyed:
-		return req.Method + " without " + keyHeader + " is not retried"
-	case !rewindable(req):
-		return "body cannot be replayed (no GetBody)"
+// hasKey reports whether h carries a non-empty idempotency key under name,
+// canonical, or under any other spelling of it: net/http sends a header
+// whatever the letter case of its map key, and the server sees it.
+func hasKey(h http.Header, name string) bool {
+	if v := h[name]; len(v) > 0 {
+		return strings.TrimSpace(v[0]) != ""
 	}
-	return ""
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, name) && strings.TrimSpace(v[0]) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// setKey sets the idempotency key in h, a copy of the caller's header,
+// under name, removing any other spelling of it (an empty one, since a
+// request with a non-empty key never gets one made).
+func setKey(h http.Header, name, key string) {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			delete(h, k)
+		}
+	}
+	h[name] = []string{key}
 }
 
 // newKey returns a random UUIDv4 (RFC 9562) from crypto/rand.

@@ -1,6 +1,8 @@
 package retryhttp
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -11,118 +13,122 @@ import (
 	"github.com/stormguard/retry"
 )
 
-// What the Logger gets: the method, the URL without user info and with its
-// query values redacted, the attempt, its status or error, the reason and the
-// wait. Never a header: not Authorization, Proxy-Authorization, Cookie or
-// Set-Cookie, and the idempotency key only as a short hash, enough to match
-// the lines of one request without revealing the key.
+// What the Logger gets: the method; the request's route (WithRoute) or else
+// its URL reduced to scheme, host and path, path parameters (";jsessionid=…")
+// cut and any query replaced by "?REDACTED"; the attempt; its status; the
+// reason, a fixed text such as "503 Service Unavailable" or "connection
+// refused", never an error's message, which may quote a URL or a secret;
+// and the wait. Never a header (not Authorization, Cookie or the key
+// itself), never a body. An idempotency key appears only as a keyed hash
+// (HMAC-SHA-256 under a random key made when the process starts): the lines
+// of one request, and of one process, match, and the key cannot be guessed
+// back from its hash however few values it may take.
 
 // logRetry logs attempt n, which failed for reason and is retried after wait.
 func (c *call) logRetry(n int, reason string, wait time.Duration) {
-	l := c.t.Logger
-	if l == nil || !l.Enabled(c.req.Context(), slog.LevelInfo) {
-		return
-	}
-	attrs := c.attrs(n, slog.String("reason", reason), slog.Duration("wait", wait))
-	l.LogAttrs(c.req.Context(), slog.LevelInfo, "retryhttp: retrying request", attrs...)
+	c.log(slog.LevelInfo, "retryhttp: retrying request", n, slog.String("reason", reason), slog.Duration("wait", wait))
 }
 
 // logGiveUp logs the end of a request that Do ended with an error: attempts
 // or time ran out, the request must not be repeated, or the caller gave up.
+// A request that left retrying to an outer loop did not give up: the outer
+// loop logs, if anything.
 func (c *call) logGiveUp(tr retry.Trace) {
 	level := slog.LevelWarn
 	if c.req.Context().Err() != nil {
 		level = slog.LevelInfo // the caller's choice, not a failure
 	}
+	c.log(level, "retryhttp: giving up", tr.Attempts(),
+		slog.String("stop", tr.Stop().String()), slog.String("reason", tr.Last().Reason))
+}
+
+func (c *call) logRefreshFailed(err error) {
+	c.log(slog.LevelWarn, "retryhttp: credential refresh failed", c.n, slog.String("reason", refreshReason(err)))
+}
+
+func (c *call) logRefreshSkipped() {
+	c.log(slog.LevelInfo, "retryhttp: credential refresh skipped: too soon after the last one", c.n)
+}
+
+func (c *call) logRefreshTimedOut() {
+	c.log(slog.LevelWarn, "retryhttp: credential refresh did not finish in time", c.n)
+}
+
+// log writes one line about the request and its attempt n, if the Logger
+// wants it.
+func (c *call) log(level slog.Level, msg string, n int, more ...slog.Attr) {
 	l := c.t.Logger
 	if l == nil || !l.Enabled(c.req.Context(), level) {
 		return
 	}
-	attrs := c.attrs(tr.Attempts(), slog.String("reason", tr.Reason()))
-	l.LogAttrs(c.req.Context(), level, "retryhttp: giving up", attrs...)
-}
-
-func (c *call) logRefreshFailed(err error) {
-	l := c.t.Logger
-	if l == nil || !l.Enabled(c.req.Context(), slog.LevelWarn) {
-		return
+	attrs := make([]slog.Attr, 0, 6+len(more))
+	attrs = append(attrs, slog.String("method", c.req.Method))
+	if c.opts.route != "" {
+		attrs = append(attrs, slog.String("route", c.opts.route))
+	} else {
+		attrs = append(attrs, slog.String("url", redactURL(c.req.URL)))
 	}
-	attrs := c.attrs(c.n, slog.String("refresh_error", c.redact(err.Error())))
-	l.LogAttrs(c.req.Context(), slog.LevelWarn, "retryhttp: credential refresh failed", attrs...)
-}
-
-// attrs describes the request and its latest attempt, number n, with more
-// attributes after the attempt's outcome.
-func (c *call) attrs(n int, more ...slog.Attr) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 5+len(more))
-	attrs = append(attrs,
-		slog.String("method", c.req.Method),
-		slog.String("url", redactURL(c.req.URL)),
-		slog.Int("attempt", n))
-	switch {
-	case c.status != 0:
+	attrs = append(attrs, slog.Int("attempt", n))
+	if c.status != 0 {
 		attrs = append(attrs, slog.Int("status", c.status))
-	case c.err != nil:
-		attrs = append(attrs, slog.String("error", c.redact(c.err.Error())))
 	}
 	attrs = append(attrs, more...)
 	if key := c.keyValue(); key != "" {
 		attrs = append(attrs, slog.String("idempotency_key", fingerprint(key)))
 	}
-	return attrs
-}
-
-// redact removes the request's URL from an error's text, in case the error
-// quotes it, as a *url.Error does.
-func (c *call) redact(text string) string {
-	if c.req.URL == nil {
-		return text
-	}
-	return strings.ReplaceAll(text, c.req.URL.String(), redactURL(c.req.URL))
+	l.LogAttrs(c.req.Context(), level, msg, attrs...)
 }
 
 func (c *call) keyValue() string {
 	if c.key != "" {
 		return c.key
 	}
-	return c.req.Header.Get(c.keyHeader)
+	for k, v := range c.req.Header {
+		if len(v) > 0 && strings.EqualFold(k, c.keyHeader) {
+			return v[0]
+		}
+	}
+	return ""
 }
 
-// redactURL returns u without user info or fragment, and with the value of
-// every query parameter replaced: "https://host/p?token=REDACTED&page=REDACTED".
-// A bare parameter ("?sk_live_123") is replaced whole.
+// redactURL returns u reduced to what is safe to log: scheme, host and
+// path, without user info, fragment or path parameters, and with any query
+// replaced by "?REDACTED": "https://host/orders?REDACTED". A path can still
+// carry an id or a token (/reset-password/tok_…): name such requests with
+// WithRoute, which is logged in place of the URL.
 func redactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	r := *u
-	r.User = nil
-	r.Fragment, r.RawFragment = "", ""
-	if r.Opaque != "" { // "http:user:pass@host": net/http never sends it, but say nothing of it
-		r.Opaque = "REDACTED"
+	if u.Opaque != "" { // "http:user:pass@host": net/http never sends it, but say nothing of it
+		return u.Scheme + ":REDACTED"
 	}
-	if r.RawQuery != "" {
-		var b strings.Builder
-		for i, param := range strings.Split(r.RawQuery, "&") {
-			if i > 0 {
-				b.WriteByte('&')
-			}
-			name, _, hasValue := strings.Cut(param, "=")
-			if !hasValue {
-				// A bare parameter is as likely a token (?sk_live_…) as a flag.
-				b.WriteString("REDACTED")
-				continue
-			}
-			b.WriteString(name)
-			b.WriteString("=REDACTED")
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if strings.Contains(r.Path, ";") {
+		segs := strings.Split(r.Path, "/")
+		for i, s := range segs {
+			segs[i], _, _ = strings.Cut(s, ";")
 		}
-		r.RawQuery = b.String()
+		r.Path = strings.Join(segs, "/")
 	}
-	return r.String()
+	s := r.String()
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?REDACTED"
+	}
+	return s
 }
+
+// fingerprintKey is the key of the keyed hash that stands for idempotency
+// keys in logs: random, made once per process, never written after.
+var fingerprintKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // never fails: crypto/rand crashes the program instead
+	return k
+}()
 
 // fingerprint identifies an idempotency key in logs without revealing it.
 func fingerprint(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "sha256:" + hex.EncodeToString(sum[:4])
+	m := hmac.New(sha256.New, fingerprintKey)
+	m.Write([]byte(key))
+	return "hmac:" + hex.EncodeToString(m.Sum(nil)[:8])
 }

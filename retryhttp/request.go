@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // clone returns the request to send for attempt a: the caller's, on a's
@@ -16,36 +17,47 @@ import (
 func (c *call) clone(a *attempt) (*http.Request, error) {
 	r := c.req.WithContext(a.ctx)
 	if c.bodySent && c.req.GetBody != nil {
-		body, err := c.req.GetBody()
-		if err != nil {
-			return nil, fmt.Errorf("retryhttp: GetBody: %w", err)
+		body := c.nextBody // got before the wait, if this attempt follows one
+		c.nextBody = nil
+		if body == nil {
+			var err error
+			if body, err = c.req.GetBody(); err != nil {
+				return nil, fmt.Errorf("retryhttp: GetBody: %w", err)
+			}
 		}
 		r.Body = body
 	}
 	c.bodySent = true
 	r.Header = c.header()
+	if c.t.Refresh != nil {
+		a.auth = r.Header.Get("Authorization")
+	}
 	return r, nil
 }
 
 // header returns the header that attempts send: the caller's, or, when the
-// Transport sets an idempotency key or refreshed credentials, a copy of it
-// with those, made once and again only when Refresh changes the
-// credentials. No attempt's header is modified once sent, so a Base that
+// Transport sets an idempotency key, newer credentials or the attempt
+// number, a copy of it with those, made once and again only when what it
+// sets changes. No attempt's header is modified once sent, so a Base that
 // still reads an earlier attempt's header is safe.
 func (c *call) header() http.Header {
-	if c.key == "" && c.auth == "" {
+	attempt := c.t.AttemptHeader != ""
+	if c.key == "" && c.auth == "" && !attempt {
 		return c.req.Header
 	}
-	if c.sendHeader == nil || c.sendAuth != c.auth {
+	if c.sendHeader == nil || c.sendAuth != c.auth || attempt {
 		h := c.req.Header.Clone()
 		if h == nil {
-			h = make(http.Header, 2)
+			h = make(http.Header, 3)
 		}
 		if c.key != "" {
-			h.Set(c.keyHeader, c.key)
+			setKey(h, c.keyHeader, c.key)
 		}
 		if c.auth != "" {
 			h.Set("Authorization", c.auth)
+		}
+		if attempt {
+			h.Set(c.t.AttemptHeader, strconv.Itoa(c.n))
 		}
 		c.sendHeader, c.sendAuth = h, c.auth
 	}

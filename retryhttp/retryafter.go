@@ -24,10 +24,10 @@ func (c *call) retryAfter(resp *http.Response, d retry.Decision) retry.Decision 
 	limit := c.t.maxRetryAfter()
 	if v := resp.Header.Get("Retry-After"); v != "" {
 		if after, ok := parseRetryAfter(v, now(c.clk), limit); ok {
-			d.After = max(d.After, after)
+			d.RetryAfter = max(d.RetryAfter, after)
 		}
 	}
-	if d.After >= limit {
+	if d.RetryAfter >= limit {
 		return retry.Decision{Reason: d.Reason + "; Retry-After reaches MaxRetryAfter " + limit.String()}
 	}
 	return d

@@ -14,45 +14,52 @@ import (
 // and the request is safe to repeat.
 //
 // The zero Transport is ready to use: http.DefaultTransport, the zero
-// retry.Policy (4 attempts, waits from 200ms doubling to 5s with full
-// jitter), [DefaultClassify], keys read from the Idempotency-Key header but
-// none generated, Retry-After waited for up to a minute, no credential
-// refresh and no logging.
+// retry.Policy (4 attempts, a backoff from 200ms doubling to 5s with full
+// jitter) with [DefaultClassifier], keys read from the Idempotency-Key
+// header but none generated, Retry-After waited for up to a minute, no
+// credential refresh, no attempt header, no logging.
 //
 // A Transport is safe for concurrent use. It must not be copied after first
-// use: it keeps the state of a credential refresh in flight.
+// use: it keeps the credential state of each origin.
 type Transport struct {
 	// Base sends each attempt [http.DefaultTransport].
 	Base http.RoundTripper
 
-	// Policy says how many attempts to make and how long to wait between
-	// them; its fields mean what they mean to retry.Do, with two exceptions.
-	// Classifier is not used: Classify takes its place. AttemptTimeout and
-	// MaxElapsed cut an attempt short only until its response headers
+	// Policy says how many attempts to make, how long to wait between them
+	// and which failures are worth another: its fields mean what they mean
+	// to retry.Do, with these differences. The Classifier
+	// [DefaultClassifier] sees an attempt answered with a status of 400 or
+	// more as a *StatusError; a status below 400 is a success. AttemptTimeout
+	// and MaxElapsed cut an attempt short only until its response headers
 	// arrive, so that the body of the response returned to the caller stays
 	// readable after RoundTrip returns; the request's ctx bounds the rest.
+	// A request's own Policy, from [WithPolicy], takes its place.
 	Policy retry.Policy
 
-	// Classify decides whether an attempt is worth another [DefaultClassify].
-	// It gets the attempt's response or its error, never both, and never an
-	// error of the caller's ctx: the Transport stops then without asking. It
-	// must neither read nor close resp.Body. Whatever it says, a request that
-	// is not safe to repeat gets no retry, and Decision.After is raised to
-	// the response's Retry-After.
-	Classify func(resp *http.Response, err error) retry.Decision
+	// Budgets, if set, gives each origin (scheme, host and port) a Budget of
+	// its own, for a Policy without one, so that a failing host cannot use
+	// up the retries of the others [none: only Policy.Budget, shared by
+	// every origin].
+	Budgets *retry.Budgets
 
 	// IdempotencyHeader names the header that carries an idempotency key
-	// [Idempotency-Key]. A request that has this header, even with a nil
-	// value (which net/http does not send), may be retried whatever its
-	// method.
+	// [Idempotency-Key]. A request with a non-empty value under this name,
+	// in any letter case, may be retried whatever its method.
 	IdempotencyHeader string
 
 	// AutoIdempotencyKey gives each request that needs a key to be retried
 	// (a POST, a PATCH or any method that is not idempotent) and has none a
 	// random UUIDv4 key, sent unchanged on every attempt of that request.
 	// Set it only for servers that honour the key. A caller's key is never
-	// replaced; to resubmit later with the same key, set your own.
+	// replaced; to resubmit later with the same key (after a restart, say),
+	// set your own: the key belongs to the user's intent, not to a request.
 	AutoIdempotencyKey bool
+
+	// AttemptHeader, if set, names a header that carries the attempt number
+	// on every attempt ("1", "2", …), so that servers and proxies can tell a
+	// retry from a first try [none]. "Retry-Attempt" is a good name;
+	// Envoy's x-envoy-attempt-count means the same.
+	AttemptHeader string
 
 	// MaxRetryAfter is the longest Retry-After the Transport waits for [1m].
 	// A response that asks for as long or longer is returned at once rather
@@ -60,21 +67,22 @@ type Transport struct {
 	MaxRetryAfter time.Duration
 
 	// Refresh, if set, renews credentials after a 401 Unauthorized [none].
-	// It gets the request's ctx. It runs at most once per request, and once
-	// for all the requests that were sent before it returned: they share its
-	// result. The request is then sent again at once, whatever its method
-	// (a 401 means the server did not act on it), unless its body cannot be
-	// rewound; the resend belongs to the same attempt in the Trace. Every
-	// later attempt of the request carries the returned value in its
-	// Authorization header; return "" to leave headers alone when Base sets
-	// the credentials itself. If Refresh fails, the 401 is returned.
-	Refresh func(ctx context.Context) (authorization string, err error)
+	// See [Transport.RoundTrip] for when it runs; it gets the refused
+	// request, to know which origin it serves, and must return the
+	// Authorization value for that origin.
+	Refresh func(ctx context.Context, req *http.Request) (authorization string, err error)
 
 	// Logger, if set, gets one line for each retry and one when the
 	// Transport gives up [none]. See the package doc for what it logs.
 	Logger *slog.Logger
 
-	refresh refresher
+	// OnDone, if set, is called once for each request when RoundTrip is
+	// about to return, with the request's ctx and a [Summary] of it: the
+	// hook for metrics and debug pages [none]. A panic in it reaches the
+	// caller after RoundTrip has closed the response.
+	OnDone func(ctx context.Context, s Summary)
+
+	auth origins // credential state, per origin
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over
@@ -90,13 +98,38 @@ func NewClient(p retry.Policy) *http.Client {
 // both why retrying stopped (retry.ErrExhausted, retry.ErrDeadline, …) and
 // that attempt's error. An error the Transport would not retry comes marked
 // with retry.Permanent, so that an outer retry loop does not retry it either.
+//
+// Inside an outer retry loop (a retry.Do whose op makes the request), the
+// Transport makes one attempt and leaves retrying to that loop. A
+// retryable status is then returned as an error, not as a response: the
+// response is drained and closed, and the error is a retry.StopError that
+// wraps a [*StatusError] and carries the response's Retry-After as
+// retry.RetryAfter. So an op that checks only the error still has its
+// failure retried, and an outer loop never retries less than the
+// Transport alone would have.
+//
+// On a 401, Refresh runs only if the request carried an Authorization
+// header (a redirect to another host strips it) and that credential is the
+// newest for its origin; a request that carried an older one is sent again
+// with the newest, without a refresh. Each origin (scheme, host, port) has
+// its own credentials: one is never sent to another origin, nor from https
+// to http. Refreshes of one origin are spaced at least 5s apart; a failed
+// one (an error, or a new credential refused at once) doubles the spacing,
+// up to 5 minutes. Concurrent 401s share one refresh. Refresh runs within
+// the request's MaxElapsed and ctx deadline; a request that cannot wait for
+// it gets its 401. The request is then sent again, once, if it is safe to
+// repeat; the resend belongs to the same attempt in the Trace. Later
+// requests to the origin that carry the refused credential carry the new
+// one instead.
+//
 // RoundTrip does not modify req, and closes its body. A panic in Base,
-// GetBody or a hook (Classify, Policy.OnRetry, Policy.Jitter, Refresh, the
-// Logger) reaches the caller after RoundTrip has ended the attempt in
-// flight and closed its response, so that no timer, connection or
-// goroutine is left behind.
+// GetBody or a hook (the Classifier, Policy.OnRetry and OnDone, the Jitter,
+// Refresh, the Logger, OnDone) reaches the caller after RoundTrip has ended
+// the attempt in flight and closed its response, so that no timer,
+// connection or goroutine is left behind.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := t.newCall(req)
+	opts := optionsOf(req.Context())
+	c := t.newCall(req, opts)
 	returned := false
 	defer func() {
 		if !returned { // Base or user code panicked, or called runtime.Goexit
@@ -104,15 +137,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}()
 	p := t.Policy
+	if opts.policy != nil {
+		p = *opts.policy
+	}
 	if p.AttemptTimeout > 0 { // a negative one is left for Do to reject
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	}
-	p.Classifier = c.decided
+	c.clk = p.Clock
+	if p.Classifier == nil {
+		p.Classifier = DefaultClassifier
+	}
+	p.Classifier = c.decider(p.Classifier)
 	p.OnRetry = c.onRetry(p.OnRetry)
+	if p.Budget == nil && t.Budgets != nil {
+		p.Budget = t.Budgets.Get(c.origin())
+	}
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
 	tr, err := retry.Do(req.Context(), c.attempt, p)
 	resp, err := c.finish(tr, err)
+	if t.OnDone != nil {
+		t.OnDone(req.Context(), c.summary(tr, resp, err))
+	}
 	returned = true
 	return resp, err
 }
@@ -130,13 +176,6 @@ func (t *Transport) base() http.RoundTripper {
 		return http.DefaultTransport
 	}
 	return t.Base
-}
-
-func (t *Transport) classify() func(*http.Response, error) retry.Decision {
-	if t.Classify == nil {
-		return DefaultClassify
-	}
-	return t.Classify
 }
 
 func (t *Transport) idempotencyHeader() string {
