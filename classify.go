@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -71,47 +72,103 @@ func DefaultClassifier(_ context.Context, a Attempt) Decision {
 }
 
 // kind names the failure err stands for, from its type and the values it
-// wraps, never from its text.
+// wraps, never from its text. It walks err's tree once, as errors.Is would.
 func kind(err error) string {
-	if errno, ok := find[syscall.Errno](err); ok {
-		switch errno {
-		case syscall.ECONNREFUSED:
-			return "connection refused"
-		case syscall.ECONNRESET, syscall.ECONNABORTED:
-			return "connection reset"
-		case syscall.EPIPE:
-			return "broken pipe"
-		case syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN:
-			return "network unreachable"
+	if reflect.TypeOf(err) == errorStringType { // errors.New: nothing to walk
+		switch err {
+		case io.EOF:
+			return "EOF"
+		case io.ErrUnexpectedEOF:
+			return "unexpected EOF"
 		}
+		return "error"
 	}
-	if _, ok := find[*net.DNSError](err); ok {
-		return "DNS lookup failed"
-	}
-	if t, ok := find[interface{ Timeout() bool }](err); ok && t.Timeout() {
-		return "timeout"
-	}
+	var k failureKind
+	k.walk(err)
 	switch {
-	case errors.Is(err, io.EOF):
+	case k.reason != "":
+		return k.reason
+	case k.timeout:
+		return "timeout"
+	case k.eof:
 		return "EOF"
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case k.unexpectedEOF:
 		return "unexpected EOF"
-	}
-	if _, ok := find[*net.OpError](err); ok {
+	case k.network:
 		return "network error"
 	}
 	for { // the innermost error of a chain says the most
-		u := errors.Unwrap(err)
-		if u == nil {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
 			break
 		}
-		err = u
+		next := u.Unwrap()
+		if next == nil {
+			break
+		}
+		err = next
 	}
-	switch name := reflect.TypeOf(err).String(); name {
-	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+	switch t := reflect.TypeOf(err); t {
+	case errorStringType, wrapErrorType, wrapErrorsType, joinErrorType:
 		return "error" // the types of errors.New, fmt.Errorf and errors.Join say nothing
 	default:
-		return name
+		return t.String()
+	}
+}
+
+// The types of the standard library's anonymous errors, found once.
+var (
+	errorStringType = reflect.TypeOf(errors.New(""))
+	wrapErrorType   = reflect.TypeOf(fmt.Errorf("%w", errors.New("")))
+	wrapErrorsType  = reflect.TypeOf(fmt.Errorf("%w%w", errors.New(""), errors.New("")))
+	joinErrorType   = reflect.TypeOf(errors.Join(errors.New("")))
+)
+
+// failureKind collects what an error tree says of the failure.
+type failureKind struct {
+	reason                               string // from a syscall errno or a DNS error: final
+	timeout, eof, unexpectedEOF, network bool
+}
+
+func (k *failureKind) walk(err error) {
+	for err != nil && k.reason == "" {
+		switch e := err.(type) {
+		case syscall.Errno:
+			switch e {
+			case syscall.ECONNREFUSED:
+				k.reason = "connection refused"
+			case syscall.ECONNRESET, syscall.ECONNABORTED:
+				k.reason = "connection reset"
+			case syscall.EPIPE:
+				k.reason = "broken pipe"
+			case syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN:
+				k.reason = "network unreachable"
+			}
+		case *net.DNSError:
+			k.reason = "DNS lookup failed"
+		case *net.OpError:
+			k.network = true
+		}
+		switch err {
+		case io.EOF:
+			k.eof = true
+		case io.ErrUnexpectedEOF:
+			k.unexpectedEOF = true
+		}
+		if t, ok := err.(interface{ Timeout() bool }); ok && t.Timeout() {
+			k.timeout = true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				k.walk(e)
+			}
+			return
+		default:
+			return
+		}
 	}
 }
 

@@ -150,8 +150,9 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		a.Number, a.Wait, a.Start = n, wait, began
 		err = p.call(opCtx, op)
 		a.Err = err
+		var ended time.Time
 		if err != nil || !began.IsZero() {
-			ended := now(p.Clock)
+			ended = now(p.Clock)
 			if began.IsZero() {
 				t.firstEnd = ended
 			} else {
@@ -218,10 +219,11 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			break
 		}
 		// The next attempt starts when the wait ended: the time the timer
-		// delivered, which saves a clock read, or now.
+		// delivered, which saves a clock read, or the end of this attempt if
+		// there was no wait.
 		began = woke
 		if began.IsZero() {
-			began = now(p.Clock)
+			began = ended
 		}
 	}
 	return err

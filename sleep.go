@@ -25,8 +25,7 @@ type sleeper struct {
 }
 
 // sleep waits d or until ctx ends, whichever comes first. It reports
-// whether it waited the whole d and, on the real clock, the time the timer
-// delivered when it fired. It returns as soon as ctx ends: the cancel is
+// whether it waited the whole d and, if it waited, when the wait ended. It returns as soon as ctx ends: the cancel is
 // seen at once, not at the end of the wait.
 func (s *sleeper) sleep(ctx context.Context, clk Clock, d time.Duration) (woke time.Time, ok bool) {
 	if d <= 0 {
@@ -37,7 +36,7 @@ func (s *sleeper) sleep(ctx context.Context, clk Clock, d time.Duration) (woke t
 		defer cancel()
 		select {
 		case <-w.Done():
-			return time.Time{}, true
+			return clk.Now(), true
 		case <-ctx.Done():
 			return time.Time{}, false
 		}

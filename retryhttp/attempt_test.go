@@ -2,7 +2,6 @@ package retryhttp_test
 
 import (
 	"context"
-	"net/http"
 	"testing"
 
 	"github.com/stormguard/retry"
@@ -26,15 +25,14 @@ func TestPanicOverStdTransportLeavesNothingBehind(t *testing.T) {
 	srv := newServer(t, status(503), status(503), status(200))
 	clk := retrytest.NewClock()
 	var n int
-	tr := &retryhttp.Transport{
-		Policy: fakePolicy(clk),
-		Classify: func(resp *http.Response, err error) retry.Decision {
-			if n++; n == 2 {
-				panic("boom") // the second 503 is unread
-			}
-			return retryhttp.DefaultClassify(resp, err)
-		},
+	p := fakePolicy(clk)
+	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
+		if n++; n == 2 {
+			panic("boom") // the second 503 is unread
+		}
+		return retryhttp.DefaultClassifier(ctx, a)
 	}
+	tr := &retryhttp.Transport{Policy: p}
 	c := srv.client(tr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

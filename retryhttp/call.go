@@ -31,6 +31,7 @@ type call struct {
 	nextBody io.ReadCloser // the body for the next attempt, got ahead of the wait
 	auth     string        // Authorization the Transport sets: a newer credential for the origin
 	resent   bool          // the request was sent again after a 401
+	gated    bool          // a retry the Classifier wanted was refused: the request must not be repeated
 
 	sendHeader http.Header // the header attempts send, when the Transport sets one
 	sendAuth   string      // the auth that sendHeader carries
@@ -130,8 +131,10 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 	case !d.Retry:
 		return d
 	case !c.rewindable:
+		c.gated = true
 		return retry.Decision{Reason: d.Reason + "; body cannot be replayed (no GetBody)"}
 	case c.keyless && !neverSent(err):
+		c.gated = true
 		return retry.Decision{Reason: d.Reason + "; " + c.req.Method + " without " + c.keyHeader + " is not retried"}
 	}
 	return d
@@ -178,7 +181,9 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 		c.req.Body.Close() // no attempt took it; a RoundTripper must close it
 	}
 	deferred := tr.Stop() == retry.StopDeferred
-	if err != nil && !deferred {
+	if err != nil && !deferred && (c.cur == nil || tr.Stop() != retry.StopNotRetryable || c.gated) {
+		// Not a final status that the Classifier let stand: that response
+		// is simply the answer.
 		c.logGiveUp(tr)
 	}
 	alive := c.req.Context().Err() == nil
@@ -187,7 +192,7 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 		switch {
 		case !alive:
 			a.discard(0)
-		case deferred:
+		case deferred && c.req.Context().Value(transportLoopKey{}) == nil:
 			// The outer loop owns retrying: it gets an error it will retry,
 			// after the response's Retry-After, and the response is freed.
 			a.discard(c.drainLimit())

@@ -466,7 +466,7 @@ func checkChaos(t *testing.T, srv *chaosServer, base *countingBase, outcomes []o
 		assert.Equal(t, o.wantLen, int64(o.n), "request %d: body length", id)
 		assert.Equal(t, o.wantSum, o.sum, "request %d: body hash", id)
 		assert.Equal(t, responseStatus(a.fault), o.status, "request %d: status for %v", id, a.fault)
-		st.outcomes[strconv.Itoa(o.status)+" "+o.trace.Reason()]++
+		st.outcomes[strconv.Itoa(o.status)+" "+o.trace.Stop().String()]++
 	}
 	return st
 }

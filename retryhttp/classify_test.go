@@ -13,11 +13,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stretchr/testify/assert"
 )
 
-func TestDefaultClassifyErrors(t *testing.T) {
+func TestDefaultClassifierErrors(t *testing.T) {
 	t.Parallel()
 	opErr := func(op string, err error) error {
 		return &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, err)}
@@ -52,21 +53,28 @@ func TestDefaultClassifyErrors(t *testing.T) {
 		{"no host", errors.New("http: no Host in request URL"), false, "error"},
 	}
 	for _, tt := range tests {
-		d := retryhttp.DefaultClassify(nil, tt.err)
+		d := retryhttp.DefaultClassifier(context.Background(), retry.Attempt{Err: tt.err})
 		assert.Equal(t, tt.retry, d.Retry, "%s: Retry", tt.name)
 		assert.Equal(t, tt.reason, d.Reason, "%s: Reason", tt.name)
-		assert.Zero(t, d.After, "%s: After", tt.name)
+		assert.Zero(t, d.RetryAfter, "%s: RetryAfter", tt.name)
 	}
 }
 
-func TestDefaultClassifyStatuses(t *testing.T) {
+func TestDefaultClassifierStatuses(t *testing.T) {
 	t.Parallel()
 	for code := 100; code < 600; code++ {
-		d := retryhttp.DefaultClassify(&http.Response{StatusCode: code}, nil)
+		d := classifyStatus(code, nil)
 		want := code == 408 || code == 429 || code == 502 || code == 503 || code == 504
-		assert.Equal(t, want, d.Retry, "DefaultClassify(%d).Retry", code)
+		assert.Equal(t, want, d.Retry, "DefaultClassifier(%d).Retry", code)
 	}
-	d := retryhttp.DefaultClassify(&http.Response{StatusCode: 503, Status: "503 secret text from the server"}, nil)
-	assert.Equal(t, "503 Service Unavailable", d.Reason, "the Reason does not take the server's text")
-	assert.Equal(t, "599", retryhttp.DefaultClassify(&http.Response{StatusCode: 599}, nil).Reason)
+	assert.True(t, classifyStatus(409, http.Header{"Retry-After": {"1"}}).Retry, "409 with Retry-After: the key's first request still runs")
+	assert.False(t, classifyStatus(409, nil).Retry, "409 without Retry-After: a real conflict")
+	assert.Equal(t, "503 Service Unavailable", classifyStatus(503, nil).Reason, "the Reason is net/http's text, never the server's")
+	assert.Equal(t, "599", classifyStatus(599, nil).Reason)
+	wrapped := fmt.Errorf("get: %w", &retryhttp.StatusError{StatusCode: 503})
+	assert.True(t, retryhttp.DefaultClassifier(context.Background(), retry.Attempt{Err: wrapped}).Retry, "found through wraps")
+}
+
+func classifyStatus(code int, h http.Header) retry.Decision {
+	return retryhttp.DefaultClassifier(context.Background(), retry.Attempt{Err: &retryhttp.StatusError{StatusCode: code, Header: h}})
 }

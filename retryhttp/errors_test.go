@@ -1,6 +1,7 @@
 package retryhttp_test
 
 import (
+	"context"
 	"crypto/x509"
 	"io"
 	"log"
@@ -49,8 +50,9 @@ func TestDroppedConnectionIsNotRetriedForKeylessPOST(t *testing.T) {
 			require.Error(t, r.err)
 			assert.Nil(t, r.resp)
 			assert.Equal(t, 1, srv.hits(), "the server may have acted on it: never sent twice")
-			assert.Contains(t, r.trace.Reason(), "; POST without Idempotency-Key is not retried")
-			assert.False(t, retry.DefaultClassifier(r.err).Retry, "marked permanent for an outer retry loop")
+			assert.Contains(t, r.trace.Last().Reason, "; POST without Idempotency-Key is not retried")
+			assert.Equal(t, retry.StopNotRetryable, r.trace.Stop())
+			assert.False(t, retry.DefaultClassifier(context.Background(), retry.Attempt{Err: r.err}).Retry, "marked permanent for an outer retry loop")
 		})
 	}
 }
@@ -106,6 +108,6 @@ func TestTLSCertificateErrorIsNotRetried(t *testing.T) {
 	var unknown x509.UnknownAuthorityError
 	require.ErrorAs(t, r.err, &unknown)
 	assert.Equal(t, 1, r.trace.Attempts())
-	assert.Equal(t, "TLS certificate error", r.trace.Reason())
-	assert.False(t, retry.DefaultClassifier(r.err).Retry)
+	assert.Equal(t, "TLS certificate error", r.trace.Last().Reason)
+	assert.False(t, retry.DefaultClassifier(context.Background(), retry.Attempt{Err: r.err}).Retry)
 }

@@ -1,6 +1,8 @@
 package retryhttp_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,7 +65,7 @@ func ExampleWithTrace() {
 	for a := range trace.All() {
 		fmt.Printf("attempt %d: %q\n", a.Number, a.Reason)
 	}
-	fmt.Println(trace.Reason())
+	fmt.Println(trace.Stop())
 	// Output:
 	// attempt 1: "503 Service Unavailable"
 	// attempt 2: "503 Service Unavailable"
@@ -108,9 +110,9 @@ func ExampleTransport_idempotencyKey() {
 	// 201 Created 2 attempts, same key: true
 }
 
-// Classify opts in to retrying 500 Internal Server Error, for a server whose
-// contract says that a 500 is transient; everything else is left to
-// DefaultClassify.
+// A Classifier opts in to retrying 500 Internal Server Error, for a server
+// whose contract says that a 500 is transient; everything else is left to
+// DefaultClassifier. A status of 400 or more reaches it as a *StatusError.
 func ExampleTransport_classify() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -123,12 +125,15 @@ func ExampleTransport_classify() {
 	defer srv.Close()
 
 	client := &http.Client{Transport: &retryhttp.Transport{
-		Policy: retry.Policy{BaseBackoff: time.Millisecond},
-		Classify: func(resp *http.Response, err error) retry.Decision {
-			if resp != nil && resp.StatusCode == http.StatusInternalServerError {
-				return retry.Decision{Retry: true, Reason: "500 Internal Server Error"}
-			}
-			return retryhttp.DefaultClassify(resp, err)
+		Policy: retry.Policy{
+			BaseBackoff: time.Millisecond,
+			Classifier: func(ctx context.Context, a retry.Attempt) retry.Decision {
+				var se *retryhttp.StatusError
+				if errors.As(a.Err, &se) && se.StatusCode == http.StatusInternalServerError {
+					return retry.Decision{Retry: true, Reason: "500 Internal Server Error"}
+				}
+				return retryhttp.DefaultClassifier(ctx, a)
+			},
 		},
 	}}
 	resp, err := client.Get(srv.URL)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -53,7 +54,8 @@ func TestNonIdempotentWithoutKeyGetsOneAttempt(t *testing.T) {
 			assert.Equal(t, 1, srv.hits())
 			assert.Empty(t, r.waits)
 			why := "503 Service Unavailable; " + method + " without Idempotency-Key is not retried"
-			assert.Equal(t, why, r.trace.Reason(), "the Trace says why")
+			assert.Equal(t, why, r.trace.Last().Reason, "the Trace says why")
+			assert.Equal(t, retry.StopNotRetryable, r.trace.Stop())
 			assert.Empty(t, srv.requests()[0].header.Get("Idempotency-Key"), "no key is made unless asked for")
 		})
 	}
@@ -113,18 +115,56 @@ func TestCustomIdempotencyHeader(t *testing.T) {
 	assert.Equal(t, 2, srv.hits())
 }
 
-// net/http's own convention: a nil-valued key marks the request idempotent
-// without sending a key.
-func TestNilValuedKeyMarksARequestRepeatable(t *testing.T) {
+// An empty or nil key is no key: a keyless POST is sent once. With
+// AutoIdempotencyKey, such a request gets a real key in its place.
+func TestEmptyOrNilKeyIsNoKey(t *testing.T) {
+	t.Parallel()
+	for name, set := range map[string]func(http.Header){
+		"nil":             func(h http.Header) { h["Idempotency-Key"] = nil },
+		"empty":           func(h http.Header) { h.Set("Idempotency-Key", "") },
+		"blank":           func(h http.Header) { h.Set("Idempotency-Key", "  ") },
+		"empty, any case": func(h http.Header) { h["idempotency-key"] = []string{""} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, status(503), status(200))
+			clk := retrytest.NewClock()
+			req := newRequest(t, http.MethodPost, srv.URL, strings.NewReader("x"))
+			set(req.Header)
+			r := do(t, srv.client(&retryhttp.Transport{Policy: fakePolicy(clk)}), clk, req)
+			require.NoError(t, r.err)
+			assert.Equal(t, 503, r.resp.StatusCode)
+			assert.Equal(t, 1, srv.hits(), "a POST without a usable key is sent once")
+
+			srv = newServer(t, status(503), status(200))
+			req = newRequest(t, http.MethodPost, srv.URL, strings.NewReader("x"))
+			set(req.Header)
+			r = do(t, srv.client(&retryhttp.Transport{Policy: fakePolicy(clk), AutoIdempotencyKey: true}), clk, req)
+			require.NoError(t, r.err)
+			require.Equal(t, 2, srv.hits())
+			first, second := srv.requests()[0].header.Values("Idempotency-Key"), srv.requests()[1].header.Values("Idempotency-Key")
+			require.Len(t, first, 1, "one key, the made one, in place of the empty one")
+			assert.NotEmpty(t, first[0])
+			assert.Equal(t, first, second)
+		})
+	}
+}
+
+// A key under another spelling of the header's name is a key: the request
+// is retried, and AutoIdempotencyKey adds no second, different one.
+func TestKeyUnderAnySpellingIsSeen(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503), status(200))
 	clk := retrytest.NewClock()
 	req := newRequest(t, http.MethodPost, srv.URL, strings.NewReader("x"))
-	req.Header["Idempotency-Key"] = nil
+	req.Header["idempotency-key"] = []string{"k1"}
 	r := do(t, srv.client(&retryhttp.Transport{Policy: fakePolicy(clk), AutoIdempotencyKey: true}), clk, req)
 	require.NoError(t, r.err)
-	assert.Equal(t, 2, srv.hits())
-	assert.Empty(t, srv.requests()[0].header.Values("Idempotency-Key"))
+	assert.Equal(t, 200, r.resp.StatusCode)
+	require.Equal(t, 2, srv.hits())
+	for _, s := range srv.requests() {
+		assert.Equal(t, []string{"k1"}, s.header.Values("Idempotency-Key"), "the caller's key, and only it")
+	}
 }
 
 func TestBodyWithoutGetBodyGetsOneAttempt(t *testing.T) {
@@ -139,7 +179,7 @@ func TestBodyWithoutGetBodyGetsOneAttempt(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, 503, r.resp.StatusCode)
 	assert.Equal(t, 1, srv.hits())
-	assert.Equal(t, "503 Service Unavailable; body cannot be replayed (no GetBody)", r.trace.Reason())
+	assert.Equal(t, "503 Service Unavailable; body cannot be replayed (no GetBody)", r.trace.Last().Reason)
 	assert.True(t, body.closed.Load())
 }
 

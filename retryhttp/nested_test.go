@@ -45,7 +45,7 @@ func TestInsideAnOuterRetryLoopOneAttemptPerOuterAttempt(t *testing.T) {
 	require.Len(t, inner, 3)
 	for _, tr := range inner {
 		assert.Equal(t, 1, tr.Attempts())
-		assert.Equal(t, "deferred to outer retry loop", tr.Reason())
+		assert.Equal(t, retry.StopDeferred, tr.Stop())
 	}
 }
 
@@ -62,7 +62,7 @@ func TestStackedTransportsDoNotMultiplyAttempts(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, 503, r.resp.StatusCode)
 	assert.Equal(t, 4, srv.hits(), "the outer Transport's 4 attempts, not 4×3")
-	assert.Equal(t, "attempts exhausted", r.trace.Reason())
+	assert.Equal(t, retry.StopExhausted, r.trace.Stop())
 }
 
 // Without an outer loop nothing is deferred: the attempt's ctx is marked

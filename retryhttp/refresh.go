@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ const (
 	maxRefreshSpacing = 5 * time.Minute  // after failures, the spacing doubles up to this
 	refreshTimeout    = 30 * time.Second // a refresh on a request without any deadline
 	maxOrigins        = 1024             // origins whose credential state is kept
+	maxRefused        = 8                // refused credentials remembered per origin
 )
 
 var errRefreshPanicked = errors.New("retryhttp: Refresh panicked")
@@ -34,7 +36,7 @@ type origins struct {
 type originAuth struct {
 	mu       sync.Mutex
 	latest   string       // what the newest refresh returned
-	refused  string       // the credential the newest refresh replaced
+	refused  []string     // credentials the origin refused and a refresh replaced, the newest last
 	last     time.Time    // when the newest refresh ended
 	next     time.Time    // no refresh before this
 	failures int          // failed refreshes in a row, a new credential refused counting as one
@@ -87,10 +89,33 @@ func (o *origins) newer(origin, sent string) string {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.latest != "" && sent == st.refused {
+	if st.latest != "" && slices.Contains(st.refused, sent) {
 		return st.latest
 	}
 	return ""
+}
+
+// refusedNewest notes that the origin refused sent, the credential a
+// resend carried: if it is the newest, that is a failure of the refresh
+// that made it, and the next refresh waits longer.
+func (o *origins) refusedNewest(origin, sent string) {
+	st := o.get(origin, false)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.countRefusal(sent)
+}
+
+// countRefusal counts a refusal of the newest credential, once per
+// credential. st.mu is held.
+func (st *originAuth) countRefusal(sent string) {
+	if st.latest != "" && sent == st.latest && !st.counted {
+		st.failures++
+		st.counted = true
+		st.next = st.last.Add(spacing(st.failures))
+	}
 }
 
 // answered notes that a request that carried sent got status: a newest
@@ -125,11 +150,7 @@ func (c *call) renew(ctx context.Context, sent string) (string, bool) {
 			return auth, true
 		}
 		now := now(c.clk)
-		if st.latest != "" && !st.counted { // the newest credential was refused
-			st.failures++
-			st.counted = true
-			st.next = st.last.Add(spacing(st.failures))
-		}
+		st.countRefusal(sent) // sent is the newest credential, or there is none yet
 		rc, led := st.inflight, false
 		if rc == nil {
 			if now.Before(st.next) {
@@ -185,7 +206,13 @@ func (c *call) lead(ctx context.Context, st *originAuth, rc *refreshCall, sent s
 			st.mu.Lock()
 			switch {
 			case rc.err == nil && rc.auth != "":
-				st.latest, st.refused, st.last, st.counted = rc.auth, sent, end, false
+				st.latest, st.last, st.counted = rc.auth, end, false
+				if !slices.Contains(st.refused, sent) {
+					st.refused = append(st.refused, sent)
+					if len(st.refused) > maxRefused {
+						st.refused = slices.Delete(st.refused, 0, 1)
+					}
+				}
 				st.next = end.Add(spacing(st.failures))
 			case rc.abandoned:
 			default:
@@ -215,9 +242,13 @@ func spacing(failures int) time.Duration {
 // the origin, and sends the request again with it, once per request, if
 // the request may be repeated. Otherwise the 401 stands.
 func (c *call) unauthorized(loop context.Context, a *attempt) (*attempt, error) {
-	if a.auth == "" || c.resent {
+	switch {
+	case a.auth == "":
 		// A request that carried no credential (a redirect to another host
 		// strips it) did not have one refused: nothing to renew.
+		return a, nil
+	case c.resent:
+		c.t.auth.refusedNewest(c.origin(), a.auth)
 		return a, nil
 	}
 	auth, ok := c.renew(loop, a.auth)

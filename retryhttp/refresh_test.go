@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stormguard/retry"
 
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
@@ -43,7 +48,7 @@ func TestConcurrent401sShareOneRefresh(t *testing.T) {
 	var refreshes atomic.Int32
 	tr := &retryhttp.Transport{
 		Policy: fakePolicy(retrytest.NewClock()),
-		Refresh: func(ctx context.Context) (string, error) {
+		Refresh: func(ctx context.Context, _ *http.Request) (string, error) {
 			// No pause needed for the others to pile up: all n were sent
 			// before any refresh, so those that come after this one returns
 			// take its result.
@@ -81,34 +86,50 @@ func TestRefreshRunsAtMostOncePerRequest(t *testing.T) {
 	clk := retrytest.NewClock()
 	tr := &retryhttp.Transport{
 		Policy: fakePolicy(clk),
-		Refresh: func(context.Context) (string, error) {
+		Refresh: func(context.Context, *http.Request) (string, error) {
 			return "Bearer " + string(rune('a'+refreshes.Add(1))), nil
 		},
 	}
-	r := do(t, srv.client(tr), clk, get(t, srv.URL))
+	req := get(t, srv.URL)
+	req.Header.Set("Authorization", "Bearer a")
+	r := do(t, srv.client(tr), clk, req)
 	require.NoError(t, r.err)
 	assert.Equal(t, 401, r.resp.StatusCode, "the second 401 is returned")
 	assert.Equal(t, int32(1), refreshes.Load())
-	assert.Equal(t, 2, srv.hits())
+	require.Equal(t, 2, srv.hits())
 	assert.Equal(t, "Bearer b", srv.requests()[1].header.Get("Authorization"))
 	assert.Empty(t, r.waits, "the resend does not wait")
 }
 
-// A 401 means the server did not act on the request, so even a POST
-// without a key is sent once more after a refresh; its 503 is not retried.
-func TestA401IsResentOnceEvenForAKeylessPOST(t *testing.T) {
+// Some gateways forward a request before they authenticate it, and some
+// handlers check permissions after their side effects: a 401 does not prove
+// that nothing happened, so a POST without a key is not sent again. The
+// refresh still runs, and the caller's next request carries its result.
+func TestA401ToAKeylessPOSTIsNotSentAgain(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, authorized, status(503), authorized)
+	srv := newServer(t, authorized)
+	var refreshes atomic.Int32
 	clk := retrytest.NewClock()
 	tr := &retryhttp.Transport{
 		Policy:  fakePolicy(clk),
-		Refresh: func(context.Context) (string, error) { return "Bearer new", nil },
+		Refresh: func(context.Context, *http.Request) (string, error) { refreshes.Add(1); return "Bearer new", nil },
 	}
-	r := do(t, srv.client(tr), clk, newRequest(t, http.MethodPost, srv.URL, strings.NewReader("x")))
+	post := func() result {
+		req := newRequest(t, http.MethodPost, srv.URL, strings.NewReader("x"))
+		req.Header.Set("Authorization", "Bearer old")
+		return do(t, srv.client(tr), clk, req)
+	}
+	r := post()
 	require.NoError(t, r.err)
-	assert.Equal(t, 503, r.resp.StatusCode)
+	assert.Equal(t, 401, r.resp.StatusCode)
+	assert.Equal(t, 1, srv.hits(), "sent once")
+	assert.Equal(t, int32(1), refreshes.Load())
+
+	r = post()
+	require.NoError(t, r.err)
+	assert.Equal(t, 200, r.resp.StatusCode, "the next request carries the new credential")
 	assert.Equal(t, 2, srv.hits())
-	assert.Equal(t, []string{"x", "x"}, []string{srv.requests()[0].body, srv.requests()[1].body})
+	assert.Equal(t, int32(1), refreshes.Load())
 }
 
 func TestRefreshedCredentialsStayForLaterAttempts(t *testing.T) {
@@ -117,7 +138,7 @@ func TestRefreshedCredentialsStayForLaterAttempts(t *testing.T) {
 	clk := retrytest.NewClock()
 	tr := &retryhttp.Transport{
 		Policy:  fakePolicy(clk),
-		Refresh: func(context.Context) (string, error) { return "Bearer new", nil },
+		Refresh: func(context.Context, *http.Request) (string, error) { return "Bearer new", nil },
 	}
 	req := get(t, srv.URL)
 	req.Header.Set("Authorization", "Bearer old")
@@ -139,9 +160,11 @@ func TestFailedRefreshReturnsThe401(t *testing.T) {
 	clk := retrytest.NewClock()
 	tr := &retryhttp.Transport{
 		Policy:  fakePolicy(clk),
-		Refresh: func(context.Context) (string, error) { return "", errors.New("token endpoint down") },
+		Refresh: func(context.Context, *http.Request) (string, error) { return "", errors.New("token endpoint down") },
 	}
-	r := do(t, srv.client(tr), clk, get(t, srv.URL))
+	req := get(t, srv.URL)
+	req.Header.Set("Authorization", "Bearer old")
+	r := do(t, srv.client(tr), clk, req)
 	require.NoError(t, r.err)
 	assert.Equal(t, 401, r.resp.StatusCode)
 	assert.Equal(t, "status 401", readAll(t, r.resp.Body), "the 401 is returned unread")
@@ -153,15 +176,184 @@ func TestNo401ResendForABodyThatCannotBeRewound(t *testing.T) {
 	srv := newServer(t, authorized)
 	var refreshes atomic.Int32
 	tr := &retryhttp.Transport{
-		Refresh: func(context.Context) (string, error) { refreshes.Add(1); return "Bearer new", nil },
+		Refresh: func(context.Context, *http.Request) (string, error) { refreshes.Add(1); return "Bearer new", nil },
 	}
 	req := newRequest(t, http.MethodPut, srv.URL, &closeTracker{Reader: strings.NewReader("x")})
+	req.Header.Set("Authorization", "Bearer old")
 	resp, err := srv.client(tr).Do(req)
 	require.NoError(t, err)
 	assert.Equal(t, 401, resp.StatusCode)
 	resp.Body.Close()
-	assert.Equal(t, int32(0), refreshes.Load())
-	assert.Equal(t, 1, srv.hits())
+	assert.Equal(t, int32(1), refreshes.Load(), "renewed for the next request")
+	assert.Equal(t, 1, srv.hits(), "but this one cannot be sent again")
+}
+
+// A request that carried no credential had none refused: Refresh does not
+// run, and its 401 is returned.
+func TestNoRefreshForARequestWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, authorized)
+	var refreshes atomic.Int32
+	tr := &retryhttp.Transport{
+		Refresh: func(context.Context, *http.Request) (string, error) { refreshes.Add(1); return "Bearer new", nil },
+	}
+	resp, err := srv.client(tr).Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 401, resp.StatusCode)
+	assert.Zero(t, refreshes.Load())
+	assert.Empty(t, srv.requests()[0].header.Get("Authorization"))
+}
+
+// http.Client strips Authorization when a redirect leaves the host. The
+// host it lands on answers 401: that is no reason to renew a credential,
+// and the one the Transport holds is never sent there.
+func TestRedirectToAnotherHostGetsNoCredential(t *testing.T) {
+	t.Parallel()
+	other := newServer(t, status(401, "WWW-Authenticate", "Bearer"))
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) // another host, as http.Client sees it
+	var refreshes atomic.Int32
+	home := newServer(t,
+		func(w http.ResponseWriter, r *http.Request) { authorized(w, r) }, // 401 for the old token
+		func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, otherURL+"/landing", http.StatusFound)
+		})
+	tr := &retryhttp.Transport{
+		Base:    other.Client().Transport,
+		Refresh: func(context.Context, *http.Request) (string, error) { refreshes.Add(1); return "Bearer new", nil },
+	}
+	req := get(t, home.URL)
+	req.Header.Set("Authorization", "Bearer old")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 401, resp.StatusCode, "the other host's 401 stands")
+	assert.Equal(t, int32(1), refreshes.Load(), "one refresh, for the home host's 401")
+	require.Equal(t, 2, home.hits())
+	assert.Equal(t, "Bearer new", home.requests()[1].header.Get("Authorization"))
+	for _, s := range other.requests() {
+		assert.Empty(t, s.header.Get("Authorization"), "no credential reaches the other host")
+	}
+}
+
+// One Transport, two hosts: each origin has its own credentials, and
+// Refresh learns which request it serves. A host that answers 401 never
+// learns the credential made for another.
+func TestCredentialsAreScopedToTheirOrigin(t *testing.T) {
+	t.Parallel()
+	var hostA string
+	a := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer new-for-"+hostA {
+			status(200)(w, r)
+			return
+		}
+		status(401)(w, r)
+	})
+	hostA = strings.TrimPrefix(a.URL, "http://")
+	hostile := newServer(t, status(401)) // wants whatever credential it can get
+	var mu sync.Mutex
+	var refreshedFor []string
+	tr := &retryhttp.Transport{
+		Refresh: func(_ context.Context, req *http.Request) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			refreshedFor = append(refreshedFor, req.URL.Host)
+			return "Bearer new-for-" + req.URL.Host, nil
+		},
+	}
+	c := &http.Client{Transport: tr}
+	send := func(url string) int {
+		req := get(t, url)
+		req.Header.Set("Authorization", "Bearer old")
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, 200, send(a.URL))
+	assert.Equal(t, 401, send(hostile.URL))
+	assert.Equal(t, 401, send(hostile.URL))
+	assert.Equal(t, 200, send(a.URL), "A keeps its own credential")
+
+	hostileHost := strings.TrimPrefix(hostile.URL, "http://")
+	assert.Equal(t, []string{hostA, hostileHost}, refreshedFor, "one refresh per origin, each for its own")
+	for _, s := range hostile.requests() {
+		assert.NotContains(t, s.header.Get("Authorization"), hostA, "A's credential reached another host")
+	}
+}
+
+// A host that always answers 401 cannot drive the token endpoint: a 401 to
+// a request that carried the newest credential does not refresh at once,
+// and refreshes of one origin are spaced, the spacing doubling after each
+// failure (a new credential refused at once, or a Refresh error).
+func TestRefreshStormIsSpaced(t *testing.T) {
+	t.Parallel()
+	for name, fail := range map[string]bool{"refused credentials": false, "refresh errors": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, status(401))
+			clk := retrytest.NewClock()
+			start := clk.Now()
+			var refreshedAt []time.Duration
+			n := 0
+			tr := &retryhttp.Transport{
+				Policy: fakePolicy(clk),
+				Refresh: func(context.Context, *http.Request) (string, error) {
+					refreshedAt = append(refreshedAt, clk.Now().Sub(start))
+					if fail {
+						return "", errors.New("token endpoint says no")
+					}
+					n++
+					return "Bearer " + strconv.Itoa(n), nil
+				},
+			}
+			c := srv.client(tr)
+			for range 30 { // a burst
+				req := get(t, srv.URL)
+				req.Header.Set("Authorization", "Bearer old")
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+			}
+			assert.Equal(t, []time.Duration{0}, refreshedAt, "one refresh for the burst")
+			assert.LessOrEqual(t, srv.hits(), 31, "the burst's requests carry the new credential at once")
+
+			for range 60 { // then one request a second for a minute
+				clk.Add(time.Second)
+				req := get(t, srv.URL)
+				req.Header.Set("Authorization", "Bearer old")
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+			}
+			assert.Equal(t, []time.Duration{0, 10 * time.Second, 30 * time.Second}, refreshedAt, "5s doubled per failure: 10s, 20s, 40s")
+		})
+	}
+}
+
+// A Refresh that ignores its ctx cannot hold a request past MaxElapsed:
+// the request gives up waiting and returns its 401.
+func TestSlowRefreshIsBoundedByMaxElapsed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tr := &retryhttp.Transport{
+			Base:   retrytest.HandlerTransport(http.HandlerFunc(authorized)),
+			Policy: retry.Policy{MaxElapsed: 300 * time.Millisecond},
+			Refresh: func(context.Context, *http.Request) (string, error) {
+				time.Sleep(1500 * time.Millisecond) // ignores its ctx
+				return "Bearer new", nil
+			},
+		}
+		req := get(t, "http://api.test/")
+		req.Header.Set("Authorization", "Bearer old")
+		start := time.Now()
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, 401, resp.StatusCode)
+		resp.Body.Close()
+		assert.LessOrEqual(t, time.Since(start), 300*time.Millisecond)
+		time.Sleep(2 * time.Second) // the refresh ends on its own, in fake time
+	})
 }
 
 // A request sent with the old token before a refresh finished, and refused
@@ -178,7 +370,7 @@ func TestA401ThatComesAfterTheRefreshUsesItsResult(t *testing.T) {
 	})
 	var refreshes atomic.Int32
 	c := srv.client(&retryhttp.Transport{
-		Refresh: func(context.Context) (string, error) {
+		Refresh: func(context.Context, *http.Request) (string, error) {
 			refreshes.Add(1)
 			return "Bearer new", nil
 		},

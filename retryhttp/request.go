@@ -77,8 +77,17 @@ type ownedCtx struct {
 // the attempt's own cancelCtx there and needs no goroutine to propagate
 // cancellation from it.
 func (c ownedCtx) Value(key any) any {
+	if key == (transportLoopKey{}) {
+		return true
+	}
 	if v := c.Context.Value(key); v != nil {
 		return v
 	}
 	return c.loop.Value(key)
 }
+
+// transportLoopKey marks the ctx of a Transport's attempt, so that a
+// Transport inside another one's Base, which defers its retrying, hands a
+// retryable response back as a response: the outer Transport judges
+// responses itself.
+type transportLoopKey struct{}

@@ -43,7 +43,7 @@ func TestHeadersTheTransportSetsLeaveTheCallersRequestAlone(t *testing.T) {
 		Base:               spy,
 		Policy:             fakePolicy(clk),
 		AutoIdempotencyKey: true,
-		Refresh:            func(context.Context) (string, error) { return "Bearer new", nil },
+		Refresh:            func(context.Context, *http.Request) (string, error) { return "Bearer new", nil },
 	}
 	req := newRequest(t, http.MethodPost, srv.URL+"/orders?page=1", strings.NewReader("pay 10"))
 	req.Header.Set("Authorization", "Bearer old")

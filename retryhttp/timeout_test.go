@@ -76,7 +76,7 @@ func TestAttemptTimeoutOfAKeylessPOSTIsNotRetried(t *testing.T) {
 	require.ErrorAs(t, err, &urlErr)
 	assert.True(t, urlErr.Timeout(), "url.Error sees the timeout through the Transport's marks")
 	assert.True(t, os.IsTimeout(err))
-	assert.False(t, retry.DefaultClassifier(err).Retry, "marked permanent for an outer retry loop")
+	assert.False(t, retry.DefaultClassifier(context.Background(), retry.Attempt{Err: err}).Retry, "marked permanent for an outer retry loop")
 	assert.Equal(t, 1, srv.hits())
 }
 

@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func TestRetriesUntilSuccess(t *testing.T) {
 	assert.Equal(t, 3, srv.hits())
 	assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, r.waits)
 	assert.Equal(t, 3, r.trace.Attempts())
-	assert.Equal(t, "ok", r.trace.Reason())
+	assert.Equal(t, retry.StopSuccess, r.trace.Stop())
 	assert.Equal(t, []string{"503 Service Unavailable", "503 Service Unavailable", ""}, reasons(r.trace))
 	assert.Equal(t, int32(1), srv.conns.Load(), "the retried responses were drained, so their connection was reused")
 }
@@ -76,7 +77,7 @@ func TestReturnsLastResponseUnreadWhenAttemptsRunOut(t *testing.T) {
 	assert.Equal(t, 503, r.resp.StatusCode)
 	assert.Equal(t, "status 503", readAll(t, r.resp.Body))
 	assert.Equal(t, 4, srv.hits())
-	assert.Equal(t, "attempts exhausted", r.trace.Reason())
+	assert.Equal(t, retry.StopExhausted, r.trace.Stop())
 	assert.Equal(t, strings.Split(strings.Repeat("503 Service Unavailable,", 4), ",")[:4], reasons(r.trace))
 }
 
@@ -122,7 +123,7 @@ func TestCancelDuringTheWaitStopsRetrying(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, srv.hits(), "no attempt after the cancel")
 	assert.Equal(t, 1, tr.Attempts())
-	assert.Equal(t, "context canceled", tr.Reason())
+	assert.Equal(t, retry.StopContextDone, tr.Stop())
 }
 
 func TestBudgetFlowsThrough(t *testing.T) {
@@ -138,7 +139,7 @@ func TestBudgetFlowsThrough(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, 503, r.resp.StatusCode, "the last response is returned when the budget refuses")
 	assert.Equal(t, 1, srv.hits())
-	assert.Equal(t, "retry budget exhausted", r.trace.Reason())
+	assert.Equal(t, retry.StopBudget, r.trace.Stop())
 }
 
 func TestOnRetryOfThePolicyStillRuns(t *testing.T) {
@@ -159,15 +160,15 @@ func TestClassifyCanOptInTo500(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(500), status(200))
 	clk := retrytest.NewClock()
-	tr := &retryhttp.Transport{
-		Policy: fakePolicy(clk),
-		Classify: func(resp *http.Response, err error) retry.Decision {
-			if resp != nil && resp.StatusCode == http.StatusInternalServerError {
-				return retry.Decision{Retry: true, Reason: "500, retried by contract"}
-			}
-			return retryhttp.DefaultClassify(resp, err)
-		},
+	p := fakePolicy(clk)
+	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
+		var se *retryhttp.StatusError
+		if errors.As(a.Err, &se) && se.StatusCode == http.StatusInternalServerError {
+			return retry.Decision{Retry: true, Reason: "500, retried by contract"}
+		}
+		return retryhttp.DefaultClassifier(ctx, a)
 	}
+	tr := &retryhttp.Transport{Policy: p}
 	r := do(t, srv.client(tr), clk, get(t, srv.URL))
 	require.NoError(t, r.err)
 	assert.Equal(t, 200, r.resp.StatusCode)
