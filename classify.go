@@ -51,7 +51,7 @@ type Decision struct {
 // error: "connection refused", "connection reset", "timeout", "EOF", "DNS
 // lookup failed", the Go type of an error it does not know
 // ("*pgconn.PgError"), or "error" when even that says nothing.
-func DefaultClassifier(_ context.Context, a Attempt) Decision {
+func DefaultClassifier(ctx context.Context, a Attempt) Decision {
 	err := a.Err
 	if err == nil {
 		return Decision{Reason: "ok"}

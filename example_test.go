@@ -71,7 +71,7 @@ func ExampleDoValue_fallback() {
 	fetch := func(ctx context.Context) ([]string, error) { return nil, errors.New("503") }
 
 	feed, trace, err := retrytest.DoValue(context.Background(), fetch, retry.Policy{MaxAttempts: 2})
-	if errors.Is(err, retry.ErrExhausted) {
+	if errors.Is(err, retry.ErrGaveUp) { // attempts, time or the budget ran out
 		feed = cached
 	}
 	fmt.Println(feed, "|", trace.Stop(), "|", err)
@@ -97,8 +97,8 @@ func ExamplePolicy() {
 	// retry: invalid policy: Factor 0.5 is below 1: backoffs would shrink
 }
 
-// Policy.Wait is the pure formula Do uses: here the exponential delays of
-// the zero Policy, without jitter.
+// Policy.Wait is the pure formula Do uses: here the backoffs of the zero
+// Policy, without jitter.
 func ExamplePolicy_Wait() {
 	p := retry.Policy{Jitter: retry.NoJitter}
 	for n := 1; n <= 6; n++ {
@@ -109,8 +109,8 @@ func ExamplePolicy_Wait() {
 	// 200ms 400ms 800ms 1.6s 3.2s 5s
 }
 
-// Each jitter shapes the same exponential delay d = 1s differently; u is the
-// random draw in [0, 1).
+// Each jitter shapes the same backoff b = 1s differently; u is the random
+// draw in [0, 1).
 func ExampleJitter() {
 	s := retry.Step{N: 3, Backoff: time.Second, PrevWait: 400 * time.Millisecond, BaseBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
 	for _, j := range []retry.Jitter{retry.NoJitter, retry.FullJitter, retry.EqualJitter, retry.BandJitter(0.3), retry.DecorrelatedJitter} {
@@ -189,4 +189,88 @@ func ExampleBudget() {
 	fmt.Println(down.Calls(), "calls for 5 requests; tokens left:", budget.Tokens())
 	// Output:
 	// 8 calls for 5 requests; tokens left: 2
+}
+
+// DoValue drops the values of failed attempts: an op whose value holds a
+// resource releases it itself before it returns an error.
+func ExampleDoValue_resource() {
+	type rows struct{ closed bool }
+	var opened []*rows
+	calls := 0
+	query := func(ctx context.Context) (*rows, error) {
+		calls++
+		r := &rows{}
+		opened = append(opened, r)
+		if calls == 1 {
+			r.closed = true // a failed attempt: Do never sees r again, so close it here
+			return nil, errors.New("connection reset")
+		}
+		return r, nil
+	}
+	r, _, err := retrytest.DoValue(context.Background(), query, retry.Policy{})
+	fmt.Println(err, len(opened), opened[0].closed, r.closed)
+	// Output:
+	// <nil> 2 true false
+}
+
+// A Classifier gets the failed Attempt, so "retry a 409 once, then give up"
+// is one comparison; everything else goes to the DefaultClassifier.
+func ExampleClassifier() {
+	errConflict := errors.New("409 conflict")
+	p := retry.Policy{Classifier: func(ctx context.Context, a retry.Attempt) retry.Decision {
+		if errors.Is(a.Err, errConflict) {
+			return retry.Decision{Retry: a.Number < 2, Reason: "409 Conflict"}
+		}
+		return retry.DefaultClassifier(ctx, a)
+	}}
+	op := retrytest.Always(errConflict)
+	trace, err := retrytest.Do(context.Background(), op.Call, p)
+	fmt.Println(op.Calls(), err, "|", trace.Stop())
+	// Output:
+	// 2 409 conflict | not retried
+}
+
+// The error of a Do that gave up says why and after what, for code to read.
+func ExampleStopError() {
+	_, err := retrytest.Do(context.Background(), retrytest.Always(errors.New("503")).Call,
+		retry.Policy{Jitter: retry.NoJitter, MaxElapsed: time.Second})
+	var stop *retry.StopError
+	if errors.As(err, &stop) {
+		fmt.Println(stop.Stop, stop.Attempts, stop.Wait, stop.Err)
+	}
+	fmt.Println(errors.Is(err, retry.ErrDeadline), errors.Is(err, retry.ErrGaveUp))
+	// Output:
+	// deadline 3 800ms 503
+	// true true
+}
+
+// OnDone sees every call end, with its Trace: the place for metrics and
+// logs, whatever the outcome.
+func ExamplePolicy_onDone() {
+	p := retry.Policy{OnDone: func(_ context.Context, t retry.Trace, err error) {
+		fmt.Println("done:", t.Stop(), t.Attempts(), "attempts")
+	}}
+	_, _ = retrytest.Do(context.Background(), retrytest.Script(errors.New("503")).Call, p)
+	_, _ = retrytest.Do(context.Background(), retrytest.Always(retry.Permanent(errors.New("400"))).Call, p)
+	// Output:
+	// done: ok 2 attempts
+	// done: not retried 1 attempts
+}
+
+// Budgets keeps one Budget per downstream host (or tenant): a host that is
+// down spends its own retries, not the others'.
+func ExampleBudgets() {
+	budgets, err := retry.NewBudgets(10, 0.1, 1000)
+	if err != nil {
+		panic(err)
+	}
+	down := retrytest.Always(errors.New("503"))
+	for range 10 {
+		_, _ = retrytest.Do(context.Background(), down.Call, retry.Policy{Budget: budgets.Get("payments.internal")})
+	}
+	flaky := retrytest.Script(errors.New("503"))
+	_, err = retrytest.Do(context.Background(), flaky.Call, retry.Policy{Budget: budgets.Get("search.internal")})
+	fmt.Println(err, flaky.Calls(), budgets.Get("payments.internal").Tokens())
+	// Output:
+	// <nil> 2 0
 }

@@ -113,7 +113,7 @@ func ExampleTransport_idempotencyKey() {
 // A Classifier opts in to retrying 500 Internal Server Error, for a server
 // whose contract says that a 500 is transient; everything else is left to
 // DefaultClassifier. A status of 400 or more reaches it as a *StatusError.
-func ExampleTransport_classify() {
+func ExampleTransport_classifier() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
@@ -145,4 +145,82 @@ func ExampleTransport_classify() {
 	fmt.Println(resp.Status, "after", calls.Load(), "attempts")
 	// Output:
 	// 200 OK after 2 attempts
+}
+
+// Inside an outer retry loop, the Transport makes one attempt per outer
+// attempt and hands a retryable status back as an error (a
+// *retryhttp.StatusError that carries the Retry-After): an op that checks
+// only the error still has its 503s retried, by the outer loop alone.
+func ExampleTransport_outerLoop() {
+	srv := flaky(2)
+	defer srv.Close()
+	client := retryhttp.NewClient(retry.Policy{})
+
+	trace, err := retry.Do(context.Background(), func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err // a 503 lands here
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}, retry.Policy{BaseBackoff: time.Millisecond})
+	fmt.Println(err, trace.Attempts())
+	var se *retryhttp.StatusError
+	for a := range trace.All() {
+		if errors.As(a.Err, &se) {
+			fmt.Println("attempt", a.Number, "got", se.StatusCode)
+		}
+	}
+	// Output:
+	// <nil> 3
+	// attempt 1 got 503
+	// attempt 2 got 503
+}
+
+// One Transport serves requests that may be retried freely and requests
+// that must be sent at most twice: WithPolicy gives a request its own.
+func ExampleWithPolicy() {
+	srv := flaky(5)
+	defer srv.Close()
+	client := retryhttp.NewClient(retry.Policy{MaxAttempts: 4, BaseBackoff: time.Millisecond})
+
+	var trace retry.Trace
+	ctx := retryhttp.WithPolicy(context.Background(), retry.Policy{MaxAttempts: 2, BaseBackoff: time.Millisecond})
+	ctx = retryhttp.WithTrace(ctx, &trace)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/payments/7", strings.NewReader("{}"))
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, trace.Attempts(), trace.Stop())
+	// Output:
+	// 503 2 attempts exhausted
+}
+
+// OnDone sees each request end, named by its route (or its method and
+// origin), with its final status and Trace: the hook for metrics.
+func ExampleTransport_onDone() {
+	srv := flaky(1)
+	defer srv.Close()
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Policy:        retry.Policy{BaseBackoff: time.Millisecond},
+		AttemptHeader: "Retry-Attempt", // servers can tell a retry from a first try
+		OnDone: func(_ context.Context, s retryhttp.Summary) {
+			fmt.Println(s.Name(), s.Status, s.Trace.Attempts(), s.Trace.Stop())
+		},
+	}}
+	ctx := retryhttp.WithRoute(context.Background(), "GET /users/{id}/orders")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/users/8412/orders", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// GET /users/{id}/orders 200 2 ok
 }

@@ -11,9 +11,8 @@ import (
 // p.Clock if that is a *Clock, and a new one from NewAutoClock otherwise.
 // On a Clock from NewClock, which moves only when told, Do advances it
 // through each wait from the caller's goroutine while retry.Do runs on
-// another; op must then not move the clock itself, and a panic in op is
-// raised again in the caller's goroutine. A test whose attempts take fake
-// time steps the clock by hand through Waits instead.
+// another, and a panic in op is raised again in the caller's goroutine.
+// Either way op may move the clock too, to let its attempts take fake time.
 func Do(ctx context.Context, op func(context.Context) error, p retry.Policy) (trace retry.Trace, err error) {
 	drive(&p, func() { trace, err = retry.Do(ctx, op, p) })
 	return trace, err

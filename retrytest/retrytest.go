@@ -1,12 +1,24 @@
 // Package retrytest helps test code that retries with package retry, without
-// sleeping: scripted operations that fail as told and count their calls, a
-// fake clock that shows each wait Do starts, and a seeded Jitter.
+// sleeping: scripted operations that fail as told and count their calls
+// ([Script], [ScriptValue], [Always]), a fake clock that shows or skips
+// each wait Do starts ([Clock]), a seeded Jitter ([Seeded]), and an
+// in-process HTTP server for tests inside testing/synctest
+// ([HandlerTransport]).
 //
-// Two ways drive Do's waits without real time. Inside testing/synctest,
-// leave Policy.Clock nil: the bubble's fake time runs the real timers.
-// Elsewhere, set Policy.Clock to a [Clock] and either call [Do], which skips
-// every wait at once, or receive from [Clock.Waits] and call Add yourself to
-// step through the waits one by one, as when a test cancels mid-wait.
+// Three ways drive Do's waits without real time:
+//   - set Policy.Clock to a Clock from [NewAutoClock]: each wait ends as it
+//     starts, so a test calls retry.Do, or an HTTP client with a retrying
+//     Transport, straight from its goroutine;
+//   - call [Do], which does the same for one call;
+//   - set Policy.Clock to a Clock from [NewClock], receive from
+//     [Clock.Waits] and call Add to step through the waits one by one, as
+//     when a test cancels mid-wait.
+//
+// Or run the test inside testing/synctest and leave Policy.Clock nil: the
+// bubble's fake time runs the real timers. A server on loopback cannot
+// serve such a test (a goroutine waiting on the network is not idle in
+// synctest's eyes, so fake time stands still and the test deadlocks): use
+// HandlerTransport as the client's transport instead.
 package retrytest
 
 import (
