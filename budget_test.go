@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -159,4 +160,53 @@ func TestBudgetUnderConcurrentUse(t *testing.T) {
 	tokens := b.Tokens()
 	assert.GreaterOrEqual(t, tokens, 0.0)
 	assert.LessOrEqual(t, tokens, 100.0)
+}
+
+func TestNewBudgetsRejectsBadArguments(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		tokens, ratio float64
+		keys          int
+	}{{0, 0.1, 10}, {10, -1, 10}, {10, 0.1, 0}, {10, 0.1, -3}} {
+		_, err := retry.NewBudgets(c.tokens, c.ratio, c.keys)
+		assert.Error(t, err, "NewBudgets(%v, %v, %d)", c.tokens, c.ratio, c.keys)
+	}
+}
+
+// Budgets gives each key its own bucket, the same one every time, and
+// holds no more than maxKeys: no traffic pattern can grow it.
+func TestBudgetsKeepsOneBudgetPerKeyWithinItsBound(t *testing.T) {
+	t.Parallel()
+	bs, err := retry.NewBudgets(4, 0.5, 3)
+	require.NoError(t, err)
+	a := bs.Get("a")
+	assert.Same(t, a, bs.Get("a"))
+	assert.NotSame(t, a, bs.Get("b"))
+	for range 4 {
+		_, _ = retrytest.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{Budget: a})
+	}
+	assert.Equal(t, 0.0, a.Tokens(), "a's failures drained a's bucket")
+	assert.Equal(t, 4.0, bs.Get("b").Tokens(), "and not b's")
+
+	for i := range 1000 {
+		bs.Get(fmt.Sprint("host-", i))
+	}
+	assert.Equal(t, 4.0, bs.Get("a").Tokens(), "a forgotten key comes back with a full bucket")
+
+	var zero retry.Budgets
+	assert.Equal(t, 10.0, zero.Get("x").Tokens(), "the zero Budgets is NewBudgets(10, 0.1, 1024)")
+}
+
+// A Budgets bounded at maxKeys never holds more, whatever the keys.
+func TestBudgetsMemoryIsBounded(t *testing.T) {
+	t.Parallel()
+	bs, err := retry.NewBudgets(4, 0.5, 8)
+	require.NoError(t, err)
+	first := bs.Get("first")
+	for i := range 1000 {
+		bs.Get(fmt.Sprint("k", i))
+	}
+	// Each new key evicts one of 8 at random: the first survives 992 of
+	// them with a chance of (7/8)^992, about 1e-58.
+	assert.NotSame(t, first, bs.Get("first"), "with 1000 keys through a bound of 8, the first was forgotten")
 }
