@@ -79,7 +79,7 @@ func TestBandJitterIsClampedToMaxDelay(t *testing.T) {
 	assert.Equal(t, 3500*time.Millisecond, retry.BandJitter(0.3).Wait(step, 0))
 }
 
-// TestStormSpreadsFirstRetries is seed 000's storm: 18 requests fail at the
+// TestStormSpreadsFirstRetries is the outage storm: 18 requests fail at the
 // same instant. Without jitter they all come back at 200ms, in lockstep;
 // with jitter their first retries spread out.
 func TestStormSpreadsFirstRetries(t *testing.T) {

@@ -84,7 +84,7 @@ func TestZeroPolicyMakesFourAttempts(t *testing.T) {
 	assert.Equal(t, 4, op.Calls())
 }
 
-// The seed's bug: a loop that checks the attempt count after sleeping sleeps
+// A classic retry-loop bug: a loop that checks the attempt count after sleeping sleeps
 // one backoff too many. Do decides to give up before it waits.
 func TestNoWaitAfterTheLastAttempt(t *testing.T) {
 	t.Parallel()
@@ -386,7 +386,7 @@ func TestDoValueReturnsTheLastValueOnFailure(t *testing.T) {
 	assert.Equal(t, 404, v)
 }
 
-// Seed 001: when retries run out, serve cached data instead of failing the
+// The fallback pattern: when retries run out, serve cached data instead of failing the
 // user, and still know that it happened.
 func TestFallbackOnGiveUp(t *testing.T) {
 	t.Parallel()

@@ -2,7 +2,7 @@
 // library's own jitters and wait formula, and writes tables, CSV files and
 // charts of the results.
 //
-// Scenario A is seed 000's storm: clients that lose the network together
+// Scenario A is the outage storm: clients that lose the network together
 // and come back to a server with little capacity, for each jitter, with and
 // without a shared retry budget. Scenario B is the optimistic-concurrency
 // experiment of the AWS Architecture Blog post "Exponential Backoff And

@@ -8,7 +8,7 @@ import (
 	"github.com/stormguard/retry"
 )
 
-// stormConfig is scenario A, the retry storm of seed 000: clients that lose
+// stormConfig is scenario A, the outage storm: clients that lose
 // the network at the same instant and come back to a server that can take
 // only so much at once.
 type stormConfig struct {
@@ -30,7 +30,7 @@ type stormConfig struct {
 	Seed uint64 // run r of every row draws from the same seeded stream
 }
 
-// defaultStorm is seed 000's storm. The clients use the zero Policy's waits
+// defaultStorm is the outage storm. The clients use the zero Policy's waits
 // (200ms doubling to 5s) with 10 attempts instead of 4: with NoJitter they
 // come back at 0.2s, 0.6s, 1.4s, 3s, 6.2s, 11.2s and 16.2s, and the server
 // lets 4 of 18 through in each spike, so the slowest needs 8 attempts. With

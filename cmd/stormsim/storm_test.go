@@ -51,7 +51,7 @@ func TestStormWaitsAsThePolicySays(t *testing.T) {
 	assert.Equal(t, 1, got.Arrivals[140], "the arrival is not in the window of 1.4s")
 }
 
-// TestStormNoJitterArrivesInLockstep checks seed 000's storm by hand: all
+// TestStormNoJitterArrivesInLockstep checks the outage storm by hand: all
 // 18 clients come back at the same instants, the server takes 4 each time,
 // and the rest go round again, 8 attempts for the last ones.
 func TestStormNoJitterArrivesInLockstep(t *testing.T) {
