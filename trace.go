@@ -18,6 +18,7 @@ type Attempt struct {
 	Duration time.Duration // how long op ran
 	Err      error         // what op returned
 	Reason   string        // the Classifier's Reason; empty on success
+	Hedged   bool          // started by Hedge while an earlier attempt still ran
 }
 
 // Limits on what a Trace keeps of a long call: the first traceHead attempts
@@ -76,6 +77,20 @@ func (t *Trace) slot(k int) int {
 		return k - 2
 	}
 	return traceHead - 1 + (k-traceHead-1)%traceTail
+}
+
+// attempt returns the kept slot of attempt k, or nil if the Trace does not
+// keep it (the middle of a long call) or k was never made.
+func (t *Trace) attempt(k int) *Attempt {
+	switch {
+	case k < 1 || k > t.n:
+		return nil
+	case k == 1:
+		return &t.first
+	case k <= traceHead || k > t.n-traceTail:
+		return &t.rest[t.slot(k)]
+	}
+	return nil
 }
 
 // Attempts returns how many times op was called.

@@ -1,0 +1,473 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Defaults of the zero Hedger.
+const (
+	defaultHedgeQuantile    = 0.95
+	defaultHedgeMinDelay    = time.Millisecond
+	defaultHedgeMaxDelay    = time.Second
+	defaultHedgeMaxInFlight = 2
+	hedgeWindow             = 512 // latencies kept for the adaptive delay
+	hedgeWarmup             = 16  // latencies needed before the delay adapts
+	hedgeRecompute          = 32  // new latencies between two computations of the quantile
+)
+
+// Hedger sends another copy of a slow call while the first is still
+// running, and takes whichever answers first: retries fix failures, hedging
+// fixes slowness ("The Tail at Scale", Dean and Barroso, 2013). It is used
+// through [Hedge] and [HedgeValue].
+//
+// A copy is started when no attempt has finished for the hedge delay: Delay
+// if set, or else the Quantile of the latencies this Hedger has seen
+// succeed recently (the last 512), bounded by MinDelay and MaxDelay, so that
+// nobody has to tune a number that drifts. Until it has seen 16, it waits
+// MaxDelay. Share one Hedger between the calls to one service, and only
+// those: its latencies are that service's.
+//
+// The zero Hedger is ready to use: adaptive at the 95th percentile, between
+// 1ms and 1s, at most 2 attempts in flight. A Hedger is safe for concurrent
+// use; its fields must not change once it is in use.
+type Hedger struct {
+	Delay       time.Duration // fixed hedge delay [0: adaptive]
+	Quantile    float64       // of recent latencies, for the adaptive delay [0.95]
+	MinDelay    time.Duration // floor of the adaptive delay [1ms]
+	MaxDelay    time.Duration // cap of the adaptive delay, and the delay until it adapts [1s]
+	MaxInFlight int           // attempts running at once, the first included [2]
+
+	mu      sync.Mutex
+	samples []time.Duration // ring of the last hedgeWindow latencies
+	next    int             // where the next sample goes
+	fresh   int             // samples since the quantile was last computed
+	delay   time.Duration   // the adaptive delay, once computed
+}
+
+// HedgeDelay returns the delay this Hedger waits now before it starts
+// another attempt, for metrics and tests.
+func (h *Hedger) HedgeDelay() time.Duration {
+	if h.Delay > 0 {
+		return h.Delay
+	}
+	lo, hi := h.bounds()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) < hedgeWarmup {
+		return hi
+	}
+	if h.fresh > 0 && (h.delay == 0 || h.fresh >= hedgeRecompute) {
+		sorted := slices.Clone(h.samples)
+		slices.Sort(sorted)
+		q := h.Quantile
+		if !(q > 0 && q < 1) {
+			q = defaultHedgeQuantile
+		}
+		h.delay = sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
+		h.fresh = 0
+	}
+	return min(max(h.delay, lo), hi)
+}
+
+func (h *Hedger) bounds() (lo, hi time.Duration) {
+	lo, hi = h.MinDelay, h.MaxDelay
+	if lo <= 0 {
+		lo = defaultHedgeMinDelay
+	}
+	if hi <= 0 {
+		hi = defaultHedgeMaxDelay
+	}
+	return lo, max(lo, hi)
+}
+
+func (h *Hedger) maxInFlight() int {
+	if h.MaxInFlight <= 0 {
+		return defaultHedgeMaxInFlight
+	}
+	return h.MaxInFlight
+}
+
+// observe records the latency of an attempt that succeeded.
+func (h *Hedger) observe(d time.Duration) {
+	if h.Delay > 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.samples) < hedgeWindow {
+		h.samples = append(h.samples, d)
+	} else {
+		h.samples[h.next] = d
+		h.next = (h.next + 1) % hedgeWindow
+	}
+	h.fresh++
+}
+
+// Hedge calls op as [Do] does, and also starts another copy of it while
+// the attempts that run are slow, as h says; the first success wins and the
+// other attempts' contexts are canceled. Use it only where op is safe to run
+// several times at once: it is a separate entry point for that reason, so
+// that no Policy turns a plain Do into concurrent calls by surprise.
+//
+// p applies as to Do: MaxAttempts counts every attempt, hedges and retries
+// alike; an error the Classifier will not retry ends the call at once, and
+// one it would retry lets the others run (and, after the hedge delay, a
+// replacement start); when none is left running, Do's rules take over (a
+// wait, then a retry, or a stop). Each hedge costs its Budget a token, as a
+// retry does, and an exhausted Budget stops new hedges without canceling
+// those that run. The Trace records every attempt, those started as hedges
+// marked Hedged; the winner is the attempt whose Err is nil, and the
+// attempts still running when it won end with context.Canceled and the
+// Reason "lost the race". OnDone fires once. A panic in op is raised again
+// in the caller's goroutine.
+func Hedge(ctx context.Context, h *Hedger, op func(context.Context) error, p Policy) (Trace, error) {
+	if op == nil {
+		return Trace{stop: StopInvalid}, errNilOp
+	}
+	_, t, err := HedgeValue(ctx, h, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, op(ctx)
+	}, nil, p)
+	return t, err
+}
+
+// HedgeValue is [Hedge] for an op that returns a value. It returns the
+// value of the attempt that ended the call, whatever its error: the
+// winner's, or on failure the last failed attempt's, as DoValue does.
+// release, if not nil, is called once with the value of every other
+// attempt, whatever its error (the zero value included): of each failed
+// attempt as soon as a later one makes it moot, and of each attempt that
+// answers after the call ended, on a goroutine of its own. So nothing an
+// attempt holds, a response body say, is left unreleased.
+//
+// op's ctx ends when HedgeValue returns, for the winner as for the others:
+// a value that must outlive the call, such as a response body, needs a
+// context of its own, which op cancels only while no answer has come.
+func HedgeValue[T any](ctx context.Context, h *Hedger, op func(context.Context) (T, error), release func(T), p Policy) (v T, t Trace, err error) {
+	if op == nil || h == nil {
+		t.stop = StopInvalid
+		if h == nil {
+			return v, t, errNilHedger
+		}
+		return v, t, errNilOp
+	}
+	if p.OnDone != nil {
+		onDone := p.OnDone
+		p.OnDone = nil
+		returned := false
+		defer func() {
+			if t.stop == StopInvalid {
+				return
+			}
+			if !returned {
+				t.stop, err = StopPanicked, errPanicked
+			}
+			onDone(ctx, t, err)
+		}()
+		v, t, err = HedgeValue(ctx, h, op, release, p)
+		returned = true
+		return v, t, err
+	}
+	if release == nil {
+		release = func(T) {}
+	}
+	r := hedgeRun[T]{h: h, op: op, release: release, p: p, t: &t}
+	v, err = r.run(ctx)
+	return v, t, err
+}
+
+var errNilHedger = errors.New("retry: Hedge called with a nil Hedger")
+
+// hedgeRun is one call of HedgeValue: the attempts it started, their
+// results, and its timers. Its fields are used only on the caller's
+// goroutine; the attempts reach it through results.
+type hedgeRun[T any] struct {
+	h       *Hedger
+	op      func(context.Context) (T, error)
+	release func(T)
+	p       Policy
+	t       *Trace
+
+	results      chan hedgeResult[T]
+	cancels      map[int]context.CancelFunc // of the attempts running, by number
+	inFlight     int
+	started      int
+	returnedKept bool // the kept failed value is the call's, not to release
+}
+
+// returnKept returns v, the kept failed value, as the call's.
+func (r *hedgeRun[T]) returnKept(v T) T {
+	r.returnedKept = true
+	return v
+}
+
+type hedgeResult[T any] struct {
+	n              int
+	v              T
+	err            error
+	panicV         any
+	started, ended time.Time
+}
+
+func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
+	p, t := &r.p, r.t
+	switch {
+	case ctx == nil:
+		t.stop = StopInvalid
+		return v, errNilContext
+	}
+	if err := p.resolve(); err != nil {
+		t.stop = StopInvalid
+		return v, err
+	}
+	if ctx.Err() != nil {
+		t.stop = StopContextDone
+		return v, ctxStop(ctx, nil, 0)
+	}
+	maxAttempts, maxInFlight := p.MaxAttempts, r.h.maxInFlight()
+	// One retry owner: nested in another loop's op, Hedge still races its
+	// copies, but leaves retrying after failures to that loop; otherwise it
+	// marks its attempts' ctx as a loop's, so that a Do in op defers to it.
+	deferred := outerLoop(ctx) != nil && !p.RetryNested
+	var callCtx context.Context = ctx
+	if !deferred {
+		mark := &loopMark{Context: ctx, budget: p.Budget}
+		defer mark.done.Store(true)
+		callCtx = mark
+	}
+	callCtx, cancelCall := context.WithCancel(callCtx)
+	defer cancelCall()
+	var deadline time.Time
+	if p.MaxElapsed > 0 {
+		deadline = now(p.Clock).Add(p.MaxElapsed)
+		var cancel context.CancelFunc
+		callCtx, cancel = withDeadline(p.Clock, callCtx, deadline)
+		defer cancel()
+	}
+	// Each attempt sends one result, and the buffer has room for all that
+	// can run at once: an attempt never blocks on a call that has returned.
+	r.results = make(chan hedgeResult[T], maxInFlight)
+	r.cancels = make(map[int]context.CancelFunc, maxInFlight)
+	defer r.finish(t)
+
+	var hedge, retryWait timer
+	defer hedge.stop()
+	defer retryWait.stop()
+	r.start(callCtx, false, 0)
+	if maxInFlight > 1 && maxAttempts != 1 {
+		hedge.arm(p.Clock, r.h.HedgeDelay(), false)
+	}
+	var jittered time.Duration
+	// kept is the last failed attempt's result: its value is the one to
+	// return if the call fails, and is released as soon as it is not.
+	var kept hedgeResult[T]
+	hasKept := false
+	keep := func(res hedgeResult[T]) {
+		if hasKept {
+			r.release(kept.v)
+		}
+		kept, hasKept = res, true
+	}
+	defer func() {
+		if hasKept && !r.returnedKept {
+			r.release(kept.v)
+		}
+	}()
+	for {
+		select {
+		case res := <-r.results:
+			r.inFlight--
+			delete(r.cancels, res.n)
+			a := t.attempt(res.n)
+			if a == nil { // the middle of a long call, which the Trace does not keep
+				a = &Attempt{Number: res.n, Start: res.started}
+			}
+			a.Duration, a.Err = res.ended.Sub(res.started), res.err
+			if res.panicV != nil {
+				panic(res.panicV) // the deferred finish cancels and reaps the others first
+			}
+			if res.err == nil {
+				r.h.observe(res.ended.Sub(res.started))
+				t.stop = StopSuccess
+				if p.Budget != nil {
+					p.Budget.succeeded()
+				}
+				return res.v, nil
+			}
+			keep(res)
+			if ctx.Err() != nil {
+				a.Reason = ctx.Err().Error()
+				t.stop = StopContextDone
+				return r.returnKept(kept.v), ctxStop(ctx, res.err, t.n)
+			}
+			d := p.Classifier(ctx, *a)
+			a.Reason = d.Reason
+			if !d.Retry {
+				t.stop = StopNotRetryable
+				return r.returnKept(kept.v), res.err
+			}
+			if p.Budget != nil {
+				p.Budget.failed()
+			}
+			if r.inFlight > 0 {
+				if !hedge.armed() && r.started != maxAttempts && r.inFlight < maxInFlight {
+					hedge.arm(p.Clock, r.h.HedgeDelay(), false) // a replacement, if the others stay slow
+				}
+				continue
+			}
+			// Nothing runs: Do's rules.
+			hedge.stop()
+			n := t.n
+			switch {
+			case deferred:
+				t.stop = StopDeferred
+				return r.returnKept(kept.v), &StopError{Stop: StopDeferred, Attempts: n, Err: res.err}
+			case r.started == maxAttempts:
+				t.stop = StopExhausted
+				return r.returnKept(kept.v), &StopError{Stop: StopExhausted, Attempts: n, Err: res.err}
+			case p.Budget != nil && !p.Budget.allow():
+				t.stop = StopBudget
+				return r.returnKept(kept.v), &StopError{Stop: StopBudget, Attempts: n, Err: res.err}
+			}
+			jittered = p.wait(n, jittered, rand.Float64())
+			wait := addSat(max(d.RetryAfter, 0), jittered)
+			fit, byCtx := fits(ctx, p.Clock, deadline, wait)
+			if fit && p.OnRetry != nil {
+				p.OnRetry(ctx, *a, wait)
+				fit, byCtx = fits(ctx, p.Clock, deadline, wait)
+			}
+			if !fit {
+				e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: res.err}
+				if byCtx {
+					e.ctxErr = context.DeadlineExceeded
+				}
+				t.stop = StopDeadline
+				return r.returnKept(kept.v), e
+			}
+			retryWait.arm(p.Clock, wait, true)
+
+		case <-hedge.c:
+			hedge.stop()
+			if r.inFlight < maxInFlight && r.started != maxAttempts && (p.Budget == nil || p.Budget.allow()) {
+				if p.Budget != nil {
+					p.Budget.failed() // a hedge costs what a retry costs
+				}
+				r.start(callCtx, true, r.h.HedgeDelay())
+				if r.inFlight < maxInFlight && r.started != maxAttempts {
+					hedge.arm(p.Clock, r.h.HedgeDelay(), false)
+				}
+			}
+
+		case <-retryWait.c:
+			w := retryWait.d
+			retryWait.stop()
+			r.start(callCtx, false, w)
+			if maxInFlight > 1 && r.started != maxAttempts {
+				hedge.arm(p.Clock, r.h.HedgeDelay(), false)
+			}
+
+		case <-ctx.Done():
+			t.stop = StopContextDone
+			if hasKept {
+				return r.returnKept(kept.v), ctxStop(ctx, kept.err, t.n)
+			}
+			return v, ctxStop(ctx, nil, t.n)
+		}
+	}
+}
+
+// start launches attempt n+1 on its own goroutine.
+func (r *hedgeRun[T]) start(callCtx context.Context, hedged bool, wait time.Duration) {
+	r.started++
+	n := r.started
+	a := r.t.next(r.p.MaxAttempts)
+	start := now(r.p.Clock)
+	a.Number, a.Wait, a.Start, a.Hedged = n, wait, start, hedged
+	actx, cancel := context.WithCancel(callCtx)
+	if r.p.AttemptTimeout > 0 {
+		var cancelTimeout context.CancelFunc
+		actx, cancelTimeout = withTimeout(r.p.Clock, actx, r.p.AttemptTimeout)
+		stop := cancel
+		cancel = func() { cancelTimeout(); stop() }
+	}
+	r.cancels[n] = cancel
+	r.inFlight++
+	op, clk, results := r.op, r.p.Clock, r.results
+	go func() {
+		res := hedgeResult[T]{n: n, started: start}
+		defer func() {
+			if v := recover(); v != nil {
+				res.panicV = v
+			}
+			res.ended = now(clk)
+			results <- res
+		}()
+		res.v, res.err = op(actx)
+	}()
+}
+
+// finish ends the attempts still running, records them as having lost, and
+// leaves a goroutine to collect their results and release their values.
+func (r *hedgeRun[T]) finish(t *Trace) {
+	if r.inFlight == 0 {
+		return
+	}
+	end := now(r.p.Clock)
+	for n, cancel := range r.cancels {
+		cancel()
+		if a := t.attempt(n); a != nil {
+			a.Duration, a.Err, a.Reason = end.Sub(a.Start), context.Canceled, "lost the race"
+		}
+	}
+	cancels, results, release, left := r.cancels, r.results, r.release, r.inFlight
+	go func() {
+		for range left {
+			res := <-results
+			if cancel := cancels[res.n]; cancel != nil {
+				cancel() // releases its AttemptTimeout timer too
+			}
+			if res.panicV == nil {
+				release(res.v)
+			}
+		}
+	}()
+}
+
+// timer is a stoppable timer on the policy's clock: a channel that fires
+// once, nil when not armed.
+type timer struct {
+	c      <-chan struct{}
+	d      time.Duration
+	cancel context.CancelFunc
+}
+
+// arm sets t to fire after d. A wait (between attempts) and a deadline (the
+// hedge delay) go to the clock's two methods, so that a fake can tell them
+// apart.
+func (t *timer) arm(clk Clock, d time.Duration, wait bool) {
+	t.stop()
+	t.d = d
+	var ctx context.Context
+	switch {
+	case clk == nil:
+		ctx, t.cancel = context.WithTimeout(context.Background(), d)
+	case wait:
+		ctx, t.cancel = clk.WithTimeout(context.Background(), d)
+	default:
+		ctx, t.cancel = clk.WithDeadline(context.Background(), clk.Now().Add(d))
+	}
+	t.c = ctx.Done()
+}
+
+func (t *timer) armed() bool { return t.c != nil }
+
+func (t *timer) stop() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.c, t.cancel = nil, nil
+}
