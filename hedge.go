@@ -140,8 +140,9 @@ func Hedge(ctx context.Context, h *Hedger, op func(context.Context) error, p Pol
 // winner's, or on failure the last failed attempt's, as DoValue does.
 // release, if not nil, is called once with the value of every other
 // attempt, whatever its error (the zero value included): of each failed
-// attempt as soon as a later one makes it moot, and of each attempt that
-// answers after the call ended, on a goroutine of its own. So nothing an
+// attempt as soon as a later one makes it moot (before the wait that
+// precedes a retry, at the latest), and of each attempt that answers after
+// the call ended, on a goroutine of its own. So nothing an
 // attempt holds, a response body say, is left unreleased.
 //
 // op's ctx ends when HedgeValue returns, for the winner as for the others:
@@ -348,6 +349,11 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 				t.stop = StopDeadline
 				return r.returnKept(kept.v), e
 			}
+			// The wait fits: the kept value is moot now, and releasing it
+			// before the wait frees what it holds (a connection) for the
+			// next attempt.
+			r.release(kept.v)
+			hasKept = false
 			retryWait.arm(p.Clock, wait, true)
 
 		case <-hedge.c:
@@ -375,7 +381,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			if hasKept {
 				return r.returnKept(kept.v), ctxStop(ctx, kept.err, t.n)
 			}
-			return v, ctxStop(ctx, nil, t.n)
+			return v, ctxStop(ctx, t.Last().Err, t.n)
 		}
 	}
 }

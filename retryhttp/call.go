@@ -78,6 +78,10 @@ func (c *call) origin() string {
 func (c *call) attempt(loop context.Context) error {
 	c.n++
 	c.loop = loop
+	if err := c.awaitHold(loop); err != nil {
+		c.cur, c.status, c.err = nil, 0, err
+		return err
+	}
 	a, err := c.send(loop)
 	if err == nil && a.resp.StatusCode == http.StatusUnauthorized && c.t.Refresh != nil {
 		a, err = c.unauthorized(loop, a)
@@ -87,6 +91,7 @@ func (c *call) attempt(loop context.Context) error {
 		return err
 	}
 	c.cur, c.status, c.err = a, a.resp.StatusCode, nil
+	c.noteHold(a.resp)
 	if c.t.Refresh != nil {
 		c.t.auth.answered(c.origin(), a.auth, a.resp.StatusCode)
 	}

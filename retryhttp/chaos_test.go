@@ -321,7 +321,8 @@ func TestChaos(t *testing.T) {
 			MaxBackoff:     5 * time.Millisecond,
 			AttemptTimeout: 50 * time.Millisecond,
 		},
-		MaxRetryAfter: time.Second, // Retry-After: 1 or more returns the response at once
+		MaxRetryAfter: time.Second,       // Retry-After: 1 or more returns the response at once
+		Hold:          retryhttp.HoldOff, // each request on its own: holds are tested apart
 	}}
 
 	outcomes := make([]outcome, chaosRequests)

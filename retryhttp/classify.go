@@ -65,6 +65,8 @@ func classifyError(err error) retry.Decision {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return no("canceled")
+	case errors.Is(err, ErrHostHeld):
+		return no("host held back (Retry-After)")
 	case isCertificateError(err):
 		return no("TLS certificate error")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -27,8 +27,8 @@ import (
 func TestOuterLoopAroundTheClientStillRetries(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503, "Retry-After", "3"), status(503), status(200))
-	c := srv.client(&retryhttp.Transport{Policy: retry.Policy{MaxAttempts: 3}})
 	clk := retrytest.NewAutoClock()
+	c := srv.client(&retryhttp.Transport{Policy: retry.Policy{MaxAttempts: 3, Clock: clk}})
 	start := clk.Now()
 	tr, err := retry.Do(context.Background(), func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)

@@ -21,8 +21,13 @@ const defaultMaxRetryAfter = time.Minute
 // would pass MaxElapsed or the ctx deadline is left to Do, which gives up at
 // once with retry.ErrDeadline.
 func (c *call) retryAfter(resp *http.Response, d retry.Decision) retry.Decision {
+	return c.retryAfterHeader(resp.Header, d)
+}
+
+// retryAfterHeader is retryAfter on a response's header.
+func (c *call) retryAfterHeader(h http.Header, d retry.Decision) retry.Decision {
 	limit := c.t.maxRetryAfter()
-	if v := resp.Header.Get("Retry-After"); v != "" {
+	if v := h.Get("Retry-After"); v != "" {
 		if after, ok := parseRetryAfter(v, now(c.clk), limit); ok {
 			d.RetryAfter = max(d.RetryAfter, after)
 		}

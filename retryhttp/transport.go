@@ -61,6 +61,11 @@ type Transport struct {
 	// Envoy's x-envoy-attempt-count means the same.
 	AttemptHeader string
 
+	// Hold says what happens to new attempts to a host that answered 429
+	// or 503 with a Retry-After: they wait until then, fail at once, or are
+	// sent as if nothing were known [HoldWait]. See [HoldMode].
+	Hold HoldMode
+
 	// MaxRetryAfter is the longest Retry-After the Transport waits for [1m].
 	// A response that asks for as long or longer is returned at once rather
 	// than retried sooner than the server asked.
@@ -76,6 +81,14 @@ type Transport struct {
 	// Transport gives up [none]. See the package doc for what it logs.
 	Logger *slog.Logger
 
+	// Hedger, if set, hedges the requests that are safe to repeat (an
+	// idempotent method or a key, and a body GetBody can replay): when no
+	// attempt has answered for the Hedger's delay, another copy is sent,
+	// and the first answer that is not a failure wins; the others are
+	// canceled, and their responses drained and closed [none]. Only
+	// Transports without Refresh hedge. See retry.Hedger.
+	Hedger *retry.Hedger
+
 	// OnDone, if set, is called once for each request when RoundTrip is
 	// about to return, with the request's ctx and a [Summary] of it: the
 	// hook for metrics and debug pages [none]. A panic in it reaches the
@@ -83,6 +96,7 @@ type Transport struct {
 	OnDone func(ctx context.Context, s Summary)
 
 	auth origins // credential state, per origin
+	held holds   // hosts that asked to be held back, per origin
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over
@@ -140,18 +154,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if opts.policy != nil {
 		p = *opts.policy
 	}
-	if p.AttemptTimeout > 0 { // a negative one is left for Do to reject
-		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
-	}
 	c.clk = p.Clock
 	if p.Classifier == nil {
 		p.Classifier = DefaultClassifier
 	}
-	p.Classifier = c.decider(p.Classifier)
-	p.OnRetry = c.onRetry(p.OnRetry)
 	if p.Budget == nil && t.Budgets != nil {
 		p.Budget = t.Budgets.Get(c.origin())
 	}
+	if c.hedgeable() {
+		resp, tr, err := c.roundTripHedged(p)
+		if t.OnDone != nil {
+			t.OnDone(req.Context(), c.summary(tr, resp, err))
+		}
+		returned = true
+		return resp, err
+	}
+	if p.AttemptTimeout > 0 { // a negative one is left for Do to reject
+		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
+	}
+	p.Classifier = c.decider(p.Classifier)
+	p.OnRetry = c.onRetry(p.OnRetry)
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
 	tr, err := retry.Do(req.Context(), c.attempt, p)

@@ -1,0 +1,142 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormguard/retry"
+)
+
+// hedgeable reports whether c's request may be hedged: sent again while an
+// earlier copy still runs. That needs what a retry needs, an idempotent
+// method or a key and a body GetBody can replay, and no credential refresh,
+// whose 401 handling is one request's at a time.
+func (c *call) hedgeable() bool {
+	return c.t.Hedger != nil && c.t.Refresh == nil && !c.keyless && c.rewindable
+}
+
+// roundTripHedged is RoundTrip for a request that may be hedged: each
+// attempt runs on its own goroutine through retry.HedgeValue, and the first
+// response that is not a failure wins. Losers are drained and closed.
+func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, error) {
+	classify := p.Classifier
+	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
+		d := classify(ctx, a)
+		if se, ok := a.Err.(*StatusError); ok && d.Retry {
+			d = c.retryAfterHeader(se.Header, d)
+		}
+		return d
+	}
+	var n atomic.Int32
+	resp, tr, err := retry.HedgeValue(c.req.Context(), c.t.Hedger, func(actx context.Context) (*http.Response, error) {
+		return c.hedgedAttempt(actx, int(n.Add(1)))
+	}, func(resp *http.Response) {
+		if resp != nil {
+			drain(resp, drainTimeout)
+		}
+	}, p)
+	if c.opts.trace != nil {
+		*c.opts.trace = tr
+	}
+	if c.req.Body != nil {
+		c.req.Body.Close() // every attempt sent a copy from GetBody
+	}
+	alive := c.req.Context().Err() == nil
+	if resp != nil {
+		c.status = resp.StatusCode
+		if err == nil || alive && tr.Stop() != retry.StopDeferred {
+			// The winner, or a final status that the Classifier let stand
+			// or retries ran out on: the caller's, unread.
+			return resp, tr, nil
+		}
+		drain(resp, c.drainLimit())
+		if alive { // deferred: the outer loop retries, after the Retry-After
+			return nil, tr, timeoutAware(retry.RetryAfter(err, retryAfterOf(resp, c)))
+		}
+	}
+	if err != nil && tr.Stop() != retry.StopDeferred {
+		c.logGiveUp(tr)
+	}
+	return nil, tr, timeoutAware(err)
+}
+
+// hedgedAttempt sends attempt n on a ctx of its own, which actx, the
+// attempt's ctx in the hedge, ends only until the response head arrives:
+// the winner's body must stay readable after the hedge has returned.
+func (c *call) hedgedAttempt(actx context.Context, n int) (*http.Response, error) {
+	if err := c.awaitHold(actx); err != nil {
+		return nil, err
+	}
+	own, cancel := context.WithCancelCause(c.req.Context())
+	stop := context.AfterFunc(actx, func() { cancel(context.Cause(actx)) })
+	r := c.req.WithContext(own)
+	if c.req.Body != nil && c.req.Body != http.NoBody {
+		body, err := c.req.GetBody()
+		if err != nil {
+			stop()
+			cancel(errReleased)
+			return nil, err
+		}
+		r.Body = body
+	}
+	r.Header = c.hedgeHeader(n)
+	resp, err := c.base.RoundTrip(r)
+	stop()
+	if err == nil && resp == nil {
+		err = errNoResponse
+	}
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		cancel(errReleased)
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(errReleased) }}
+	c.noteHold(resp)
+	if resp.StatusCode >= 400 {
+		return resp, &StatusError{StatusCode: resp.StatusCode, Header: resp.Header}
+	}
+	return resp, nil
+}
+
+// hedgeHeader returns the header of attempt n: a copy of the caller's with
+// the key and the attempt number, when the Transport sets them. Copies run
+// at once, so each gets its own.
+func (c *call) hedgeHeader(n int) http.Header {
+	if c.key == "" && c.t.AttemptHeader == "" {
+		return c.req.Header
+	}
+	h := c.req.Header.Clone()
+	if h == nil {
+		h = make(http.Header, 2)
+	}
+	if c.key != "" {
+		setKey(h, c.keyHeader, c.key)
+	}
+	if c.t.AttemptHeader != "" {
+		h.Set(c.t.AttemptHeader, strconv.Itoa(n))
+	}
+	return h
+}
+
+// retryAfterOf returns the wait resp asks for, within MaxRetryAfter.
+func retryAfterOf(resp *http.Response, c *call) time.Duration {
+	return c.retryAfterHeader(resp.Header, retry.Decision{Retry: true}).RetryAfter
+}
+
+// cancelOnClose is a response body that ends its attempt's ctx when closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}

@@ -1,0 +1,116 @@
+package retryhttp_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retryhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowFirst answers its first request only after stall (or when the
+// request is canceled, which it records), and every other at once.
+func slowFirst(stall time.Duration, canceled *atomic.Int32) []http.HandlerFunc {
+	return []http.HandlerFunc{
+		func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(stall):
+				status(200)(w, r)
+			case <-r.Context().Done():
+				canceled.Add(1)
+			}
+		},
+		status(200),
+	}
+}
+
+// A GET whose first copy stalls gets a second after the hedge delay; the
+// second answers, the first is canceled, and nothing is left open.
+func TestHedgedGETTakesTheFasterCopy(t *testing.T) {
+	t.Parallel()
+	var canceled atomic.Int32
+	srv := newServer(t, slowFirst(5*time.Second, &canceled)...)
+	tr := &retryhttp.Transport{Hedger: &retry.Hedger{Delay: 5 * time.Millisecond}, AttemptHeader: "Retry-Attempt"}
+	var trace retry.Trace
+	req := get(t, srv.URL)
+	req = req.WithContext(retryhttp.WithTrace(req.Context(), &trace))
+	resp, err := srv.client(tr).Do(req)
+	require.NoError(t, err)
+	assert.Equal(t, "status 200", readAll(t, resp.Body), "the winner's body is readable after the hedge returned")
+	assert.Equal(t, 2, srv.hits())
+	assert.Equal(t, 2, trace.Attempts())
+	assert.Equal(t, retry.StopSuccess, trace.Stop())
+	assert.Equal(t, []string{"1", "2"}, []string{srv.requests()[0].header.Get("Retry-Attempt"), srv.requests()[1].header.Get("Retry-Attempt")})
+	require.Eventually(t, func() bool { return canceled.Load() == 1 }, watchdog, time.Millisecond, "the slow copy was canceled")
+}
+
+// A request that is not safe to repeat is never hedged, however slow.
+func TestKeylessPOSTIsNeverHedged(t *testing.T) {
+	t.Parallel()
+	var canceled atomic.Int32
+	srv := newServer(t, slowFirst(30*time.Millisecond, &canceled)...)
+	tr := &retryhttp.Transport{Hedger: &retry.Hedger{Delay: time.Millisecond}}
+	resp, err := srv.client(tr).Post(srv.URL, "text/plain", strings.NewReader("charge"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 1, srv.hits())
+}
+
+// A keyed POST is hedged, with one key on every copy and the same body.
+func TestKeyedPOSTIsHedgedWithOneKey(t *testing.T) {
+	t.Parallel()
+	var canceled atomic.Int32
+	srv := newServer(t, slowFirst(5*time.Second, &canceled)...)
+	tr := &retryhttp.Transport{Hedger: &retry.Hedger{Delay: 5 * time.Millisecond}, AutoIdempotencyKey: true}
+	resp, err := srv.client(tr).Post(srv.URL, "text/plain", strings.NewReader("order"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 2, srv.hits())
+	first, second := srv.requests()[0], srv.requests()[1]
+	assert.NotEmpty(t, first.header.Get("Idempotency-Key"))
+	assert.Equal(t, first.header.Get("Idempotency-Key"), second.header.Get("Idempotency-Key"))
+	assert.Equal(t, "order", second.body)
+}
+
+// A final status ends a hedged request as it ends a plain one: returned,
+// unread; a retryable one is retried.
+func TestHedgedStatuses(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, status(404))
+	tr := &retryhttp.Transport{Hedger: &retry.Hedger{Delay: time.Hour}}
+	resp, err := srv.client(tr).Get(srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, 404, resp.StatusCode)
+	assert.Equal(t, "status 404", readAll(t, resp.Body))
+
+	srv = newServer(t, status(503), status(503), status(200))
+	tr = &retryhttp.Transport{Hedger: &retry.Hedger{Delay: time.Hour}, Policy: retry.Policy{BaseBackoff: time.Millisecond}}
+	resp, err = srv.client(tr).Get(srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	resp.Body.Close()
+	assert.Equal(t, 3, srv.hits())
+	assert.Equal(t, int32(1), srv.conns.Load(), "the failed responses were drained: one connection")
+}
+
+// A Transport with Refresh does not hedge: its 401 handling is one
+// request's at a time.
+func TestTransportWithRefreshDoesNotHedge(t *testing.T) {
+	t.Parallel()
+	var canceled atomic.Int32
+	srv := newServer(t, slowFirst(30*time.Millisecond, &canceled)...)
+	tr := &retryhttp.Transport{
+		Hedger:  &retry.Hedger{Delay: time.Millisecond},
+		Refresh: func(context.Context, *http.Request) (string, error) { return "Bearer x", nil },
+	}
+	resp, err := srv.client(tr).Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 1, srv.hits())
+}
