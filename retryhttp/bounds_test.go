@@ -22,13 +22,7 @@ func TestDrainIsBoundedInTime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if calls.Add(1) > 1 {
-				_, _ = io.WriteString(w, "ok")
-				return
-			}
-			trickle(w, http.StatusServiceUnavailable, 20, 100*time.Millisecond) // 2s of body
-		})
+		h := trickleOnce(&calls, 20, 100*time.Millisecond) // 2s of body
 		tr := &retryhttp.Transport{
 			Base:   retrytest.HandlerTransport(h),
 			Policy: retry.Policy{BaseBackoff: time.Millisecond, Jitter: retry.NoJitter},

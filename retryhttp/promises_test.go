@@ -112,13 +112,7 @@ func TestSlowDrainLeavesRoomForTheRetry(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if calls.Add(1) > 1 {
-				_, _ = io.WriteString(w, "ok")
-				return
-			}
-			trickle(w, http.StatusServiceUnavailable, 100, 10*time.Millisecond) // 1s of body
-		})
+		h := trickleOnce(&calls, 100, 10*time.Millisecond) // 1s of body
 		tr := &retryhttp.Transport{
 			Base:   retrytest.HandlerTransport(h),
 			Policy: retry.Policy{MaxElapsed: 600 * time.Millisecond, BaseBackoff: 100 * time.Millisecond, Jitter: retry.NoJitter},
@@ -132,6 +126,18 @@ func TestSlowDrainLeavesRoomForTheRetry(t *testing.T) {
 		assert.Less(t, time.Since(start), 600*time.Millisecond)
 		time.Sleep(2 * time.Second) // the trickling handler ends on its own
 	})
+}
+
+// trickleOnce answers its first request 503 with a body of n bytes, one
+// every gap, and the others 200 at once; it counts them in calls.
+func trickleOnce(calls *atomic.Int32, n int, gap time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		trickle(w, http.StatusServiceUnavailable, n, gap)
+	}
 }
 
 // trickle answers code with a body of n bytes, one every gap.
