@@ -21,13 +21,14 @@
 // A Recorder is an http.Handler, in the manner of net/http/pprof and expvar
 // (see [Recorder.ServeHTTP]): a server-rendered page with no script and no
 // asset from elsewhere, which refreshes itself, and its JSON twin at
-// ?format=json. Mount it on an internal listener (a loopback or admin port),
-// as net/http/pprof's documentation advises for its own pages, and never on
-// the one that serves users:
+// ?format=json. Mount it on an internal listener, a loopback or admin port
+// as in net/http/pprof's own example (localhost:6060), and never on the one
+// that serves users: operation names and traffic patterns tell an attacker
+// much.
 //
 //	mux := http.NewServeMux()
 //	mux.Handle("/debug/retries", rec)
-//	go http.ListenAndServe("127.0.0.1:6060", mux)
+//	go http.ListenAndServe("127.0.0.1:6060", mux) // loopback only
 //
 // Nothing it keeps or shows comes from an error's message, a header or a
 // query string: only names, numbers, stop reasons, HTTP statuses and the

@@ -55,4 +55,14 @@
 //
 // Calls inside an outer retry loop end with outcome "deferred": the outer
 // loop's call counts the retry.
+//
+// References: [gRFC A96] for the per-call retry metrics, [gRFC A66] for
+// gRPC's per-call metrics it builds on, and the OpenTelemetry [metric
+// naming] and [HTTP metrics] conventions (units, histogram buckets, "_OTHER"
+// for a value outside a bounded set).
+//
+// [gRFC A96]: https://github.com/grpc/proposal/blob/master/A96-retry-otel-stats.md
+// [gRFC A66]: https://github.com/grpc/proposal/blob/master/A66-otel-stats.md
+// [metric naming]: https://opentelemetry.io/docs/specs/semconv/general/metrics/
+// [HTTP metrics]: https://opentelemetry.io/docs/specs/semconv/http/http-metrics/
 package retryotel
