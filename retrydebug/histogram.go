@@ -56,6 +56,7 @@ func (h *histogram) add(d time.Duration) {
 // of the bucket that holds the ⌈q·n⌉-th smallest duration, no more than the
 // largest duration seen. Bucket 0 (under 1µs) reads as 0: it holds the
 // calls whose Trace measured no time (see Attempt.Start in package retry).
+// The last bucket, for calls of 68 minutes and more, reads as the largest.
 func (h *histogram) quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
@@ -68,8 +69,11 @@ func (h *histogram) quantile(q float64) time.Duration {
 		if seen < rank {
 			continue
 		}
-		if i == 0 {
+		switch i {
+		case 0:
 			return 0
+		case histBuckets - 1: // open-ended: its middle means nothing
+			return h.max
 		}
 		lo, hi := bounds(i)
 		return min(lo+(hi-lo)/2, h.max)

@@ -161,6 +161,13 @@ func TestZeroRecorder(t *testing.T) {
 	require.Len(t, s.Operations, 101)
 	assert.Len(t, s.Operations[0].Recent, 50)
 	assert.True(t, s.Operations[100].Other)
+
+	// NewRecorder takes values below 1 as the defaults.
+	neg := retrydebug.NewRecorder(-1, -5)
+	for range 60 {
+		neg.Record("op", tr)
+	}
+	assert.Len(t, only(t, neg.Snapshot()).Recent, 50)
 }
 
 // Percentiles of elapsed time are within the histogram's 6.25%, and never
@@ -194,6 +201,14 @@ func TestRecorderElapsedPercentiles(t *testing.T) {
 	assert.Equal(t, time.Hour, e.Max)
 	rec.Record("op", took(t, time.Hour))
 	assert.InEpsilon(t, float64(time.Hour), float64(only(t, rec.Snapshot()).Elapsed.P99), 0.0625)
+
+	// Past the histogram's range, calls read as the longest one.
+	rec = retrydebug.NewRecorder(0, 0)
+	rec.Record("op", took(t, 3*time.Hour))
+	rec.Record("op", took(t, 5*time.Hour))
+	e = only(t, rec.Snapshot()).Elapsed
+	assert.Equal(t, 5*time.Hour, e.P50)
+	assert.Equal(t, 5*time.Hour, e.P99)
 }
 
 // Registered Budgets show their tokens; a name registered again is
