@@ -16,7 +16,8 @@ const ScopeName = "github.com/stormguard/retry/retryotel"
 // into metrics and a span. Make one with [New] and wire it in one line,
 // through [Observer.OnDone] or [Observer.RecordHTTP].
 //
-// An Observer is safe for concurrent use. It tells apart a bounded number
+// The zero Observer has no instruments: make one with New. An Observer is
+// safe for concurrent use. It tells apart a bounded number
 // of operation names (see [WithMaxOperations]), so that neither its memory
 // nor the number of time series grows with the traffic.
 type Observer struct {
