@@ -1,0 +1,18 @@
+module github.com/stormguard/retry/retrydebug/browsertest
+
+go 1.25
+
+replace github.com/stormguard/retry => ../..
+
+require (
+	github.com/chromedp/chromedp v0.23.1
+	github.com/stormguard/retry v0.0.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.160.2 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

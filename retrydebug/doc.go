@@ -1,0 +1,36 @@
+// Package retrydebug shows a running service's retries on a debug page: for
+// each operation, its last calls with their attempts and waits, and running
+// totals of calls, attempts, retries per call, calls that gave up, elapsed
+// percentiles and the tokens left in retry budgets.
+//
+// A [Recorder] collects the calls. It is wired in one line: to a
+// retry.Policy through [Recorder.OnDone], which names the operation,
+//
+//	p.OnDone = rec.OnDone("inventory.get")
+//
+// and to a retryhttp.Transport through [Recorder.RecordHTTP], which names a
+// request by the route given with retryhttp.WithRoute, or else by its method
+// and origin ("GET https://api.example"), never by its path or query:
+//
+//	transport.OnDone = rec.RecordHTTP
+//
+// Its memory is bounded whatever the traffic: a ring of the last calls per
+// operation, fixed-size totals, and a cap on the number of operations past
+// which calls share one overflow bucket. Recording a call allocates nothing.
+//
+// A Recorder is an http.Handler, in the manner of net/http/pprof and expvar
+// (see [Recorder.ServeHTTP]): a server-rendered page with no script and no
+// asset from elsewhere, which refreshes itself, and its JSON twin at
+// ?format=json. Mount it on an internal listener, a loopback or admin port
+// as in net/http/pprof's own example (localhost:6060), and never on the one
+// that serves users: operation names and traffic patterns tell an attacker
+// much.
+//
+//	mux := http.NewServeMux()
+//	mux.Handle("/debug/retries", rec)
+//	go http.ListenAndServe("127.0.0.1:6060", mux) // loopback only
+//
+// Nothing it keeps or shows comes from an error's message, a header or a
+// query string: only names, numbers, stop reasons, HTTP statuses and the
+// short fixed reasons of a retry.Trace.
+package retrydebug

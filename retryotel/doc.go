@@ -1,0 +1,68 @@
+// Package retryotel records the calls of package retry and of package
+// retryhttp as OpenTelemetry metrics and spans.
+//
+// An [Observer] is wired in one line, to a retry.Policy or to a
+// retryhttp.Transport:
+//
+//	obs, err := retryotel.New() // the global MeterProvider and TracerProvider
+//	p.OnDone = obs.OnDone("inventory.get")
+//	transport.OnDone = obs.RecordHTTP
+//
+// # Metrics
+//
+// The metrics are counted per call, not per attempt, in the shape of gRPC's
+// retry metrics (gRFC A96, "OTel Metrics for Retries", which records
+// grpc.client.call.retries and grpc.client.call.retry_delay once per call),
+// with names and units after the OpenTelemetry semantic conventions:
+//
+//	retry.calls             counter    {call}     calls, by outcome
+//	retry.call.attempts     histogram  {attempt}  attempts per call, the first included
+//	retry.call.retries      histogram  {retry}    retries per call; not recorded for a call without retries
+//	retry.call.retry_delay  histogram  s          time spent waiting between attempts; likewise
+//	retry.call.duration     histogram  s          the call's retry.Trace.Elapsed
+//
+// Each carries two attributes and no other: retry.operation, the name given
+// to OnDone or the request's retryhttp.Summary.Name (a route, or method and
+// origin, never a path), and retry.outcome, one value per retry.StopReason:
+// ok, not_retried, attempts_exhausted, deadline, budget_exhausted,
+// context_done, deferred, panicked. Never a URL with ids, never an error's
+// text. An Observer tells apart at most 100 operation names (see
+// [WithMaxOperations]) and counts the rest as "_OTHER", so the number of
+// series is bounded by design.
+//
+// Do reads no clock for a call that succeeds at its first attempt unless
+// the Policy sets MaxElapsed or AttemptTimeout (see retry.Attempt.Start):
+// such a call's duration is then 0. Set MaxElapsed to time every call.
+//
+// # Traces
+//
+// Each call is one span, named after its operation, with one event per
+// attempt (retry.attempt: retry.attempt.number, retry.attempt.wait in
+// seconds, retry.attempt.outcome ok, retried or failed, and the fixed
+// retry.attempt.reason of a failure). The span's status is Error for any
+// outcome but ok, described by the outcome, never by the error's text.
+//
+// Attempts are events, not child spans, for three reasons. The hook runs
+// once the call has ended, so the span is built after the fact from the
+// Trace (its start is the first attempt's, or its end less the Trace's
+// Elapsed); child spans would be made up the same way and add nothing but
+// cost. An HTTP attempt already has a span of its own when the Transport's
+// Base is instrumented (otelhttp.NewTransport), with the network's real
+// timing; a second span per attempt would duplicate it. And events keep a
+// call that retried 64 times one span, not 65. Since the call's span is
+// started when the call ends, spans made during its attempts are its
+// siblings under the caller's span, not its children.
+//
+// Calls inside an outer retry loop end with outcome "deferred": the outer
+// loop's call counts the retry.
+//
+// References: [gRFC A96] for the per-call retry metrics, [gRFC A66] for
+// gRPC's per-call metrics it builds on, and the OpenTelemetry [metric
+// naming] and [HTTP metrics] conventions (units, histogram buckets, "_OTHER"
+// for a value outside a bounded set).
+//
+// [gRFC A96]: https://github.com/grpc/proposal/blob/master/A96-retry-otel-stats.md
+// [gRFC A66]: https://github.com/grpc/proposal/blob/master/A66-otel-stats.md
+// [metric naming]: https://opentelemetry.io/docs/specs/semconv/general/metrics/
+// [HTTP metrics]: https://opentelemetry.io/docs/specs/semconv/http/http-metrics/
+package retryotel

@@ -1,0 +1,108 @@
+package retryotel
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stormguard/retry"
+)
+
+// The attributes of a call's span and of its attempt events, besides
+// OperationKey and OutcomeKey.
+const (
+	// AttemptsKey on the span: how many attempts the call made.
+	AttemptsKey = attribute.Key("retry.attempts")
+	// AttemptNumberKey on an attempt event: 1 for the first attempt.
+	AttemptNumberKey = attribute.Key("retry.attempt.number")
+	// AttemptWaitKey on an attempt event: the wait before it, in seconds.
+	AttemptWaitKey = attribute.Key("retry.attempt.wait")
+	// AttemptOutcomeKey on an attempt event: "ok", "retried" (it failed
+	// and another attempt followed) or "failed" (it failed and was the
+	// last).
+	AttemptOutcomeKey = attribute.Key("retry.attempt.outcome")
+	// AttemptReasonKey on an attempt event that failed: the Classifier's
+	// short, fixed Reason ("503 Service Unavailable"), never an error's
+	// message.
+	AttemptReasonKey = attribute.Key("retry.attempt.reason")
+	// statusCodeKey is the semantic conventions' HTTP response status.
+	statusCodeKey = attribute.Key("http.response.status_code")
+)
+
+// AttemptEventName is the name of a span's attempt events.
+const AttemptEventName = "retry.attempt"
+
+// internal is the kind of every call's span: the call is the caller's own
+// work; an instrumented HTTP Base makes the client spans of its attempts.
+var internal = trace.WithSpanKind(trace.SpanKindInternal)
+
+// recordSpan records the span of one call, after the fact: the hook runs
+// when the call has ended, so the span takes its times from the Trace.
+func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, name string, t *retry.Trace, status int) {
+	if ins.tracer == nil {
+		return
+	}
+	start, end := spanTimes(t)
+	_, span := ins.tracer.Start(ctx, name, trace.WithTimestamp(start), internal)
+	if !span.IsRecording() { // no SDK, or not sampled: pay for nothing more
+		span.End()
+		return
+	}
+	n := t.Attempts()
+	span.SetAttributes(OperationKey.String(op.name), OutcomeKey.String(outcomes[oc]), AttemptsKey.Int(n))
+	if status != 0 {
+		span.SetAttributes(statusCodeKey.Int(status))
+	}
+	for a := range t.All() {
+		at := a.Start
+		if at.IsZero() {
+			at = start
+		}
+		outcome := "ok"
+		switch {
+		case a.Err != nil && a.Number < n:
+			outcome = "retried"
+		case a.Err != nil:
+			outcome = "failed"
+		}
+		attrs := []attribute.KeyValue{
+			AttemptNumberKey.Int(a.Number),
+			AttemptWaitKey.Float64(a.Wait.Seconds()),
+			AttemptOutcomeKey.String(outcome),
+		}
+		if a.Err != nil && a.Reason != "" {
+			attrs = append(attrs, AttemptReasonKey.String(a.Reason))
+		}
+		span.AddEvent(AttemptEventName, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+	if t.Stop() != retry.StopSuccess {
+		// The outcome, never the error's text, which may quote a URL or a
+		// secret: the attempt events carry the fixed reasons.
+		span.SetStatus(codes.Error, outcomes[oc])
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// spanTimes returns when a call began and ended, as far as its Trace
+// knows: from the first attempt's start, or, when Do did not read the
+// clock then (see retry.Attempt.Start), the end less Trace.Elapsed; to the
+// end of the last attempt, or now if that was not timed either.
+func spanTimes(t *retry.Trace) (start, end time.Time) {
+	last := t.Last()
+	if last.Start.IsZero() {
+		end = time.Now()
+	} else {
+		end = last.Start.Add(last.Duration)
+	}
+	for a := range t.All() {
+		start = a.Start
+		break
+	}
+	if start.IsZero() {
+		start = end.Add(-t.Elapsed())
+	}
+	return start, end
+}
