@@ -147,9 +147,9 @@ func (c *afterFuncFake) pending() int {
 	return len(c.timers)
 }
 
-// nextWait returns how far the nearest timer lies ahead, if any: with no
-// MaxElapsed timer among them it would be the wait; here the MaxElapsed
-// deadline is a minute ahead, so the nearest is the wait.
+// nextWait returns how far the nearest timer lies ahead, if it is a wait:
+// the waits here are under a second, and the MaxElapsed deadline is at
+// least 58s ahead whenever the test looks.
 func (c *afterFuncFake) nextWait() (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -160,7 +160,7 @@ func (c *afterFuncFake) nextWait() (time.Duration, bool) {
 			next, found = d, true
 		}
 	}
-	return next, found && next < time.Minute
+	return next, found && next < 10*time.Second
 }
 
 func (c *afterFuncFake) advance(d time.Duration) {

@@ -123,11 +123,16 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	}
 
 	// began is when the current attempt started, or zero when it is not
-	// timed: the first attempt is timed only when MaxElapsed needs its start
-	// (see Attempt.Start).
+	// timed: the first attempt is timed only when MaxElapsed or OnDone
+	// needs its start (see Attempt.Start).
 	var began, deadline time.Time
+	if p.OnDone != nil {
+		began = now(p.Clock) // observers want the whole call's time
+	}
 	if p.MaxElapsed > 0 {
-		began = now(p.Clock)
+		if began.IsZero() {
+			began = now(p.Clock)
+		}
 		deadline = began.Add(p.MaxElapsed)
 		var cancel context.CancelFunc
 		opCtx, cancel = withDeadline(p.Clock, opCtx, deadline)

@@ -11,9 +11,9 @@ type Attempt struct {
 	Number int           // 1 for the first call
 	Wait   time.Duration // slept before this call; 0 for the first
 	// Start is when the call began, on the policy's clock. Do reads no clock
-	// before the first call unless MaxElapsed or AttemptTimeout needs it, so
-	// that a call that succeeds at once costs no clock read: the first
-	// attempt's Start is then the zero time, and its Duration 0.
+	// before the first call unless MaxElapsed or OnDone is set, so that a
+	// call that succeeds at once costs no clock read: the first attempt's
+	// Start is then the zero time, and its Duration 0.
 	Start    time.Time
 	Duration time.Duration // how long op ran
 	Err      error         // what op returned
