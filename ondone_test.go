@@ -115,3 +115,15 @@ func TestOnDoneSeesAPanicBeforeItGoesOn(t *testing.T) {
 		})
 	}
 }
+
+// An observed call's Trace spans it whole, even a first success: Do reads
+// the clock at its start when OnDone is set.
+func TestOnDoneTraceTimesAFirstSuccess(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	var got retry.Trace
+	op := func(context.Context) error { clk.Add(25 * time.Millisecond); return nil }
+	_, err := retry.Do(context.Background(), op, retry.Policy{Clock: clk, OnDone: func(_ context.Context, t retry.Trace, _ error) { got = t }})
+	require.NoError(t, err)
+	assert.Equal(t, 25*time.Millisecond, got.Elapsed())
+}

@@ -36,9 +36,9 @@ const otherName = "(other operations)"
 // never by a raw path or a URL, whose ids and query values would make names
 // unbounded and may be secret.
 //
-// Elapsed times are those of the Trace: a call that succeeds at its first
-// attempt has Elapsed 0 unless its Policy sets MaxElapsed, since Do then
-// reads no clock (see retry.Attempt.Start).
+// Elapsed times are those of the Trace: the whole call, its first attempt
+// included, since Do reads the clock at the start of a call that an OnDone
+// observes (see retry.Attempt.Start).
 //
 // The zero Recorder is ready to use, as NewRecorder(50, 100). A Recorder is
 // safe for concurrent use; recording a call takes one short lock of its

@@ -162,3 +162,17 @@ func TestPolicyClassifierApplies(t *testing.T) {
 	assert.Equal(t, 500, se.StatusCode)
 	_, _ = io.Copy(io.Discard, r.resp.Body)
 }
+
+// An observed request's Trace spans it whole, first attempt included,
+// even when it succeeds at once.
+func TestOnDoneTraceTimesTheFirstAttempt(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, status(200))
+	var got retry.Trace
+	tr := &retryhttp.Transport{OnDone: func(_ context.Context, s retryhttp.Summary) { got = s.Trace }}
+	resp, err := srv.client(tr).Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.False(t, got.Last().Start.IsZero())
+	assert.Positive(t, got.Elapsed())
+}

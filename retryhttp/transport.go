@@ -174,6 +174,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	p.Classifier = c.decider(p.Classifier)
 	p.OnRetry = c.onRetry(p.OnRetry)
+	if t.OnDone != nil && p.OnDone == nil {
+		// Observed: have Do time the first attempt too, as it does for
+		// an OnDone of its own, so that Summary.Trace spans the request.
+		p.OnDone = func(context.Context, retry.Trace, error) {}
+	}
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
 	tr, err := retry.Do(req.Context(), c.attempt, p)

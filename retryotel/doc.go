@@ -30,9 +30,9 @@
 // [WithMaxOperations]) and counts the rest as "_OTHER", so the number of
 // series is bounded by design.
 //
-// Do reads no clock for a call that succeeds at its first attempt unless
-// the Policy sets MaxElapsed or AttemptTimeout (see retry.Attempt.Start):
-// such a call's duration is then 0. Set MaxElapsed to time every call.
+// A call's duration is its Trace's Elapsed, first attempt included: Do
+// reads the clock at the start of a call that an OnDone observes (see
+// retry.Attempt.Start).
 //
 // # Traces
 //
