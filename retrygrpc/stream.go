@@ -1,0 +1,309 @@
+package retrygrpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormguard/retry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+// StreamClientInterceptor returns an interceptor that retries streams as
+// [UnaryClientInterceptor] retries calls, with the same Options, rules and
+// errors, for as long as a retry is safe. Install it with
+// grpc.WithChainStreamInterceptor (or grpc.WithStreamInterceptor).
+//
+// A server-streaming call is retried until it commits (gRFC A6): once the
+// client has received a response header or message, an error is returned as
+// it is. The stream opens, and its request goes out, when NewStream and
+// SendMsg are called, as without the interceptor; the retry loop runs in the
+// first RecvMsg or Header call, which returns once an attempt has committed,
+// ended with OK, or failed for good. Each retry opens a new stream and sends
+// it the same request message: the message passed to SendMsg must not be
+// changed until the stream has committed. An error that would come from
+// NewStream without the interceptor, such as UNAVAILABLE when no connection
+// can be had, comes from that first RecvMsg or Header, after the retries.
+// p.AttemptTimeout and p.MaxElapsed bound each attempt only until it
+// commits: they never cut short a stream that is under way. MaxElapsed,
+// like the Trace, counts from the first RecvMsg or Header.
+//
+// A client-streaming or bidi stream is retried only while it opens, when
+// nothing has been sent: the interceptor keeps no copy of the messages a
+// client streams, so it cannot replay them. Once open, its errors come back
+// as they are, except that one the interceptor would otherwise have retried
+// also matches [ErrNotReplayed] and says so.
+//
+// A stream's Trace (see [WithTrace]) and p.OnDone come when the retry loop
+// ends: when a client-streaming or bidi stream has opened, and when a
+// server-streaming one has committed or failed for good. A server-streaming
+// stream on which neither RecvMsg nor Header is called has no retry loop,
+// and so no Trace and no OnDone.
+func StreamClientInterceptor(p retry.Policy, opts ...Option) grpc.StreamClientInterceptor {
+	return newConfig(p, opts).interceptStream
+}
+
+// The states of a server-streaming stream.
+const (
+	pending   int32 = iota // attempts may still be retried: the loop has not run
+	committed              // an attempt committed: calls go to it
+	ended                  // the loop ended with no committed attempt: final says how
+)
+
+// errAbandoned is what a stream returns after its retry loop panicked.
+var errAbandoned = errors.New("retrygrpc: stream abandoned after a panic in its retry loop")
+
+// stream is one stream through the interceptor. A server-streaming stream
+// is itself the ClientStream the caller gets; a client-streaming or bidi
+// one hands the caller an openStream once it has opened.
+type stream struct {
+	call
+	desc     *grpc.StreamDesc
+	streamer grpc.Streamer
+	opts     []grpc.CallOption
+	policy   retry.Policy  // with c's Classifier, and no AttemptTimeout
+	timeout  time.Duration // the Policy's AttemptTimeout, which the stream keeps itself
+	clk      retry.Clock
+
+	state    atomic.Int32
+	settling sync.Mutex // held while the retry loop runs
+	final    error      // once ended: what RecvMsg returns
+
+	// mu guards what SendMsg and CloseSend share with the retry loop: the
+	// current attempt, and what it must be sent again.
+	mu     sync.Mutex
+	cur    *attempt
+	msg    any
+	hasMsg bool
+	closed bool
+
+	n       int         // attempts opened
+	started bool        // the retry loop has taken the first attempt
+	eof     bool        // the loop ended on an attempt that ended with OK and no message
+	header  metadata.MD // the header that committed the stream, from Header
+}
+
+func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	co := callOptionsOf(opts)
+	p := cfg.policy
+	if co.policy != nil {
+		p = *co.policy
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s := &stream{desc: desc, streamer: streamer, opts: opts, clk: p.Clock}
+	s.init(cfg, ctx, method, cc, co, &p)
+	if p.AttemptTimeout > 0 {
+		// Do's own AttemptTimeout would end the stream's ctx when its op
+		// returns; the stream times its attempts until they commit instead.
+		s.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
+	}
+	s.policy = p
+	if desc.ClientStreams {
+		return s.openOnce()
+	}
+	s.n = 1
+	s.cur = s.open(ctx)
+	return s, nil
+}
+
+// SendMsg sends m on the current attempt and keeps it, for a
+// server-streaming call, to send it again on a retry.
+func (s *stream) SendMsg(m any) error {
+	s.mu.Lock()
+	if !s.hasMsg && s.state.Load() == pending {
+		s.msg, s.hasMsg = m, true
+	}
+	a := s.cur
+	s.mu.Unlock()
+	if a.cs == nil {
+		return io.EOF // the attempt could not open: RecvMsg says why, after any retries
+	}
+	return a.cs.SendMsg(m)
+}
+
+// CloseSend half-closes the current attempt, and every retry after it.
+func (s *stream) CloseSend() error {
+	s.mu.Lock()
+	s.closed = true
+	a := s.cur
+	s.mu.Unlock()
+	if a.cs == nil {
+		return nil
+	}
+	return a.cs.CloseSend()
+}
+
+// RecvMsg runs the retry loop the first time, then reads from the
+// committed attempt.
+func (s *stream) RecvMsg(m any) error {
+	if s.state.Load() == pending && s.settle(func(a *attempt) error { return a.cs.RecvMsg(m) }) {
+		if s.state.Load() == committed {
+			return nil // the committing attempt's message is in m
+		}
+		return s.final
+	}
+	if s.state.Load() == ended {
+		return s.final
+	}
+	a := s.cur // set for good before the state became committed
+	err := a.cs.RecvMsg(m)
+	if err != nil {
+		a.release() // the stream is over
+	}
+	return err
+}
+
+// Header runs the retry loop if RecvMsg has not, then returns the header of
+// the committed attempt, or nil when there is none (RecvMsg then says why).
+func (s *stream) Header() (metadata.MD, error) {
+	if s.state.Load() == pending && s.settle(s.waitHeader) && s.state.Load() == committed {
+		return s.header, nil
+	}
+	a := s.current()
+	if a.cs == nil {
+		return nil, nil
+	}
+	return a.cs.Header()
+}
+
+// Trailer returns the trailer of the current attempt.
+func (s *stream) Trailer() metadata.MD {
+	if a := s.current(); a.cs != nil {
+		return a.cs.Trailer()
+	}
+	return nil
+}
+
+// Context returns the ctx of the current attempt's stream.
+func (s *stream) Context() context.Context {
+	if a := s.current(); a.cs != nil {
+		return a.cs.Context()
+	}
+	return s.ctx
+}
+
+func (s *stream) current() *attempt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// waitHeader is the wait of a retry loop run by Header: it commits on a
+// response header.
+func (s *stream) waitHeader(a *attempt) error {
+	md, err := a.cs.Header()
+	switch {
+	case md != nil:
+		s.header = md
+		return nil
+	case err != nil:
+		return err
+	}
+	// The attempt ended before any header (grpc's Header then returns
+	// nil, nil), so with no message either: RecvMsg gives its status and
+	// decodes nothing into the probe.
+	return a.cs.RecvMsg(new(emptypb.Empty))
+}
+
+// settle runs the retry loop of a server-streaming stream, unless another
+// call already has, and reports whether this call ran it. wait gets an
+// open attempt and returns nil once it has committed, io.EOF if it ended
+// with OK and no message, or its error.
+func (s *stream) settle(wait func(*attempt) error) (ran bool) {
+	s.settling.Lock()
+	defer s.settling.Unlock()
+	if s.state.Load() != pending {
+		return false
+	}
+	returned := false
+	defer func() {
+		if !returned { // a panic in the Policy's hooks or below the interceptor
+			s.current().release()
+			s.final = errAbandoned
+			s.state.Store(ended)
+		}
+	}()
+	tr, err := retry.Do(s.ctx, func(loop context.Context) error { return s.attempt(loop, wait) }, s.policy)
+	storeTrace(s.ctx, tr)
+	switch {
+	case err == nil && !s.eof:
+		s.state.Store(committed)
+	case err == nil:
+		s.final = io.EOF
+		s.state.Store(ended)
+	default:
+		s.current().release() // Do may have stopped before it took the first attempt
+		s.final = s.result(tr, err)
+		s.state.Store(ended)
+	}
+	returned = true
+	return true
+}
+
+// attempt is Do's op for a server-streaming stream: the attempt opened by
+// NewStream the first time, a new one after.
+func (s *stream) attempt(loop context.Context, wait func(*attempt) error) error {
+	a := s.cur
+	if s.started {
+		var err error
+		if a, err = s.reopen(loop); err != nil {
+			return err
+		}
+	}
+	s.started = true
+	if a.cs == nil {
+		return a.err
+	}
+	err := wait(a)
+	switch {
+	case err == nil:
+		if !a.stopTimer() {
+			// Time ran out just as the answer came: the attempt's ctx has
+			// ended, so the stream is unusable. It counts as timed out.
+			a.release()
+			return newTimeoutError(errLate)
+		}
+		return nil
+	case err == io.EOF:
+		a.release()
+		s.eof = true
+		return nil
+	}
+	s.trailer = a.cs.Trailer()
+	// A response header before the error committed the stream (A6).
+	md, _ := a.cs.Header()
+	s.committed = md != nil
+	a.release()
+	return a.check(err)
+}
+
+// reopen opens a new attempt, makes it the current one, and sends it what
+// the caller has sent so far.
+func (s *stream) reopen(loop context.Context) (*attempt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	a := s.open(loop)
+	s.cur = a
+	if a.cs == nil {
+		return a, nil
+	}
+	if s.hasMsg {
+		// io.EOF means the stream has ended: its status comes from wait.
+		if err := a.cs.SendMsg(s.msg); err != nil && err != io.EOF {
+			a.release()
+			return nil, err
+		}
+	}
+	if s.closed {
+		_ = a.cs.CloseSend() // grpc's CloseSend errors show in RecvMsg
+	}
+	return a, nil
+}
