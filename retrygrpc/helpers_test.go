@@ -2,6 +2,7 @@ package retrygrpc_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -65,12 +66,16 @@ type seen struct {
 type server struct {
 	testgrpc.UnimplementedTestServiceServer
 
+	arrived chan struct{} // a value for each call, for tests that act on an attempt under way
+
 	mu     sync.Mutex
 	script []reply
 	calls  []seen
 }
 
-func newServer(script ...reply) *server { return &server{script: script} }
+func newServer(script ...reply) *server {
+	return &server{script: script, arrived: make(chan struct{}, 64)}
+}
 
 // next records a call and returns what to do with it.
 func (s *server) next(ctx context.Context, method, payload string) reply {
@@ -82,6 +87,10 @@ func (s *server) next(ctx context.Context, method, payload string) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
 	if len(s.script) == 0 {
 		return reply{}
 	}
@@ -276,3 +285,6 @@ func reasons(tr retry.Trace) []string {
 	}
 	return out
 }
+
+// errorIs is errors.Is, for a table's bool column.
+func errorIs(err, target error) bool { return errors.Is(err, target) }

@@ -123,7 +123,9 @@ func (s *stream) SendMsg(m any) error {
 	a := s.cur
 	s.mu.Unlock()
 	if a.cs == nil {
-		return io.EOF // the attempt could not open: RecvMsg says why, after any retries
+		// The attempt could not open: m is kept for the retries, and the
+		// first RecvMsg or Header says how they went.
+		return nil
 	}
 	return a.cs.SendMsg(m)
 }
