@@ -226,8 +226,19 @@ func dial(t *testing.T, srv *server, opts ...grpc.DialOption) testgrpc.TestServi
 
 func dialConn(t *testing.T, srv *server, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
-	lis := bufconn.Listen(1 << 16)
-	s := grpc.NewServer(grpc.WaitForHandlers(true))
+	return dialWith(t, srv, nil, nil, opts...)
+}
+
+// dialWith is dialConn with options for the server, and wrap, if not nil,
+// wrapped around each connection the server accepts.
+func dialWith(t *testing.T, srv *server, sopts []grpc.ServerOption, wrap func(net.Conn) net.Conn, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	buf := bufconn.Listen(1 << 16)
+	var lis net.Listener = buf
+	if wrap != nil {
+		lis = wrappedListener{buf, wrap}
+	}
+	s := grpc.NewServer(append(sopts, grpc.WaitForHandlers(true))...)
 	testgrpc.RegisterTestServiceServer(s, srv)
 	served := make(chan struct{})
 	go func() {
@@ -235,7 +246,7 @@ func dialConn(t *testing.T, srv *server, opts ...grpc.DialOption) *grpc.ClientCo
 		_ = s.Serve(lis)
 	}()
 	opts = append([]grpc.DialOption{
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 	}, opts...)
 	cc, err := grpc.NewClient("passthrough:///bufconn", opts...)
@@ -246,6 +257,20 @@ func dialConn(t *testing.T, srv *server, opts ...grpc.DialOption) *grpc.ClientCo
 		<-served
 	})
 	return cc
+}
+
+// wrappedListener wraps each connection it accepts.
+type wrappedListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.wrap(c), nil
 }
 
 // withRetry returns the dial options that install both interceptors.
