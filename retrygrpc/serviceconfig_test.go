@@ -47,15 +47,15 @@ func TestServiceConfigRetry(t *testing.T) {
 			calls: 4, previous: []string{"", "1", "2", "3"}, attempts: 4, reason: "Unavailable",
 		},
 		{
-			name: "grpc-go retries disabled, and the interceptor told",
-			dial: []grpc.DialOption{serviceConfig("UnaryCall"), grpc.WithDisableRetry()},
-			opts: []retrygrpc.Option{retrygrpc.WithGRPCRetryDisabled()},
+			name:  "grpc-go retries disabled, and the interceptor told",
+			dial:  []grpc.DialOption{serviceConfig("UnaryCall"), grpc.WithDisableRetry()},
+			opts:  []retrygrpc.Option{retrygrpc.WithGRPCRetryDisabled()},
 			calls: 4, previous: []string{"", "1", "2", "3"}, attempts: 4, reason: "Unavailable",
 		},
 		{
 			// The pitfall the package doc warns of: no one retries.
-			name: "grpc-go retries disabled, the interceptor not told",
-			dial: []grpc.DialOption{serviceConfig("UnaryCall"), grpc.WithDisableRetry()},
+			name:  "grpc-go retries disabled, the interceptor not told",
+			dial:  []grpc.DialOption{serviceConfig("UnaryCall"), grpc.WithDisableRetry()},
 			calls: 1, previous: []string{""}, attempts: 1,
 			reason: "Unavailable; left to grpc-go's retryPolicy",
 		},
