@@ -126,7 +126,7 @@ func avast4Opts(ctx context.Context, base, maxDelay time.Duration) []avast4.Opti
 		avast4.Context(ctx),
 		avast4.Attempts(attempts),
 		avast4.Delay(base),
-		avast4.MaxBackoff(maxDelay),
+		avast4.MaxDelay(maxDelay),
 		avast4.DelayType(avast4.FullJitterBackoffDelay),
 	}
 }
@@ -141,7 +141,7 @@ func avast5Retrier(ctx context.Context, base, maxDelay time.Duration, more ...av
 		avast5.Context(ctx),
 		avast5.Attempts(attempts),
 		avast5.Delay(base),
-		avast5.MaxBackoff(maxDelay),
+		avast5.MaxDelay(maxDelay),
 		avast5.DelayType(avast5.FullJitterBackoffDelay),
 	}, more...)...)
 }

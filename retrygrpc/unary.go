@@ -48,7 +48,7 @@ type unaryCall struct {
 	req, reply any
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and one that fetches the trailer
-	optsBuf    [8]grpc.CallOption
+	optsBuf    [4]grpc.CallOption
 	n          int // attempts started
 }
 
