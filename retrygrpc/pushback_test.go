@@ -169,3 +169,35 @@ func TestServerWaitBounded(t *testing.T) {
 		})
 	}
 }
+
+// A server stream's pushback and RetryInfo set the least wait as for a
+// unary call, and a pushback that says stop stops it.
+func TestServerStreamPushback(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		r        reply
+		waits    []time.Duration
+		attempts int
+	}{
+		{"pushback", reply{code: codes.Unavailable, pushback: []string{"500"}}, []time.Duration{500 * time.Millisecond}, 2},
+		{"RetryInfo", reply{code: codes.Unavailable, retryInfo: time.Second}, []time.Duration{time.Second}, 2},
+		{"stop", reply{code: codes.Unavailable, pushback: []string{"-1"}}, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newServer(tc.r, reply{messages: 1})
+				p := fast()
+				p.Jitter = noJitter{}
+				c := dial(t, srv, withStreamRetry(p, retrygrpc.WithAllIdempotent()))
+				var tr retry.Trace
+				st := watch(retrygrpc.WithTrace(t.Context(), &tr), t, c, "req")
+				_, _ = drain(st)
+				assert.Equal(t, tc.attempts, tr.Attempts())
+				assert.Equal(t, tc.waits, tr.Waits())
+				if tc.attempts == 1 {
+					assert.Equal(t, []string{"-1"}, st.Trailer().Get("grpc-retry-pushback-ms"), "Trailer is the last attempt's")
+				}
+			})
+		})
+	}
+}

@@ -251,3 +251,16 @@ func TestServerStreamOpenFails(t *testing.T) {
 		assert.Equal(t, codes.Unavailable, status.Code(err), "an unmarked method's open is not retried")
 	})
 }
+
+// An invalid Policy fails NewStream, and no stream is opened.
+func TestStreamInvalidPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer()
+		c := dial(t, srv, withStreamRetry(retry.Policy{BaseBackoff: -1}, retrygrpc.WithAllIdempotent()))
+		_, err := c.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		assert.ErrorIs(t, err, retry.ErrInvalidPolicy)
+		_, err = c.FullDuplexCall(t.Context())
+		assert.ErrorIs(t, err, retry.ErrInvalidPolicy)
+		assert.Empty(t, srv.seen())
+	})
+}

@@ -124,3 +124,26 @@ func TestUnaryAttemptTimeoutOnFakeClock(t *testing.T) {
 	assert.Equal(t, []string{"attempt timed out", ""}, reasons(tr))
 	assert.Zero(t, clk.Pending(), "every deadline and wait released")
 }
+
+// On a Policy.Clock, a stream attempt's time limit runs on that clock.
+func TestServerStreamAttemptTimeoutOnFakeClock(t *testing.T) {
+	clk := retrytest.NewAutoClock()
+	srv := newServer(reply{block: true}, reply{messages: 2})
+	p := retry.Policy{Clock: clk, AttemptTimeout: time.Hour, BaseBackoff: time.Second}
+	c := dial(t, srv, withStreamRetry(p, retrygrpc.WithAllIdempotent()))
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-srv.arrived // the first attempt is under way
+		clk.Add(time.Hour)
+	}()
+	var tr retry.Trace
+	got, err := drain(watch(retrygrpc.WithTrace(t.Context(), &tr), t, c, "req"))
+	wg.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, "ab", got)
+	assert.Equal(t, []string{"attempt timed out", ""}, reasons(tr))
+	assert.Zero(t, clk.Pending(), "every timer released")
+}
