@@ -49,7 +49,8 @@ type unaryCall struct {
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and one that fetches the trailer
 	optsBuf    [4]grpc.CallOption
-	n          int // attempts started
+	clk        retry.Clock // the Policy's; nil for the real clock
+	n          int         // attempts started
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -58,7 +59,7 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	if co.policy != nil {
 		p = *co.policy
 	}
-	c := &unaryCall{req: req, reply: reply, invoker: invoker}
+	c := &unaryCall{req: req, reply: reply, invoker: invoker, clk: p.Clock}
 	c.init(cfg, ctx, method, cc, co, &p)
 	// The trailer carries the server's pushback. A TrailerCallOption holds
 	// one pointer, so it goes into the interface without an allocation,
@@ -74,10 +75,31 @@ func (c *unaryCall) attempt(loop context.Context) error {
 	c.n++
 	c.trailer = nil
 	err := c.invoker(withAttemptHeader(loop, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
-	// loop ends early only by Do's own deadlines, AttemptTimeout and
-	// MaxElapsed: whatever grpc made of that, it is a timeout.
-	if err != nil && endedByCtx(err) && loop.Err() != nil && c.ctx.Err() == nil {
+	if err != nil && c.timedOut(loop, err) {
 		err = newTimeoutError(err)
 	}
 	return err
+}
+
+// timedOut reports whether err is the end of an attempt that Do's own
+// deadline on loop, AttemptTimeout or MaxElapsed, cut short while the
+// caller's ctx was alive: whatever grpc made of that, it is a timeout. The
+// deadline counts once it has passed, even if loop has not ended yet: grpc
+// sends it to the server, whose timer may fire first and end the call with
+// DEADLINE_EXCEEDED.
+func (c *unaryCall) timedOut(loop context.Context, err error) bool {
+	if !endedByCtx(err) || c.ctx.Err() != nil {
+		return false
+	}
+	if loop.Err() != nil {
+		return true
+	}
+	end, ok := loop.Deadline()
+	if !ok {
+		return false
+	}
+	if own, mine := c.ctx.Deadline(); mine && !end.Before(own) {
+		return false // the caller's deadline, not Do's
+	}
+	return until(c.clk, end) <= 0
 }
