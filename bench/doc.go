@@ -3,10 +3,10 @@
 //
 // It is a module of its own so that the core module never depends on the
 // peers. Everything lives in _test.go files: one file per scenario group
-// (first_test.go, retry_test.go, parallel_test.go, http_test.go), the
-// cancellation latency measurement in cancel_test.go, and the configuration
-// of every library, with the differences that could not be removed, in
-// helpers_test.go. Each benchmark is named Scenario/library so that
+// (first_test.go, retry_test.go, parallel_test.go, http_test.go,
+// grpc_test.go), the cancellation latency measurement in cancel_test.go,
+// and the configuration of every library, with the differences that could
+// not be removed, in helpers_test.go. Each benchmark is named Scenario/library so that
 // benchstat lines the libraries up; run.sh runs the lot and prints the
 // summary.
 package bench

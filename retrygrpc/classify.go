@@ -1,0 +1,103 @@
+package retrygrpc
+
+import (
+	"context"
+
+	"github.com/stormguard/retry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// call is what the unary and the stream interceptor share about one call:
+// whom it is for, what may be retried, and what its latest attempt said.
+// Do runs the attempts and the Classifier on one goroutine at a time, so
+// call needs no lock of its own.
+type call struct {
+	cfg        *config
+	ctx        context.Context // the caller's
+	method     string
+	cc         *grpc.ClientConn
+	classify   retry.Classifier // the Policy's own; nil: decide by status code
+	idempotent bool
+
+	trailer   metadata.MD    // the latest attempt's trailer
+	committed bool           // a stream's latest attempt failed after a response header
+	decision  retry.Decision // what the latest failed attempt was judged
+}
+
+// init fills c for a call and puts c's Classifier in p, in place of p's own,
+// which c consults first.
+func (c *call) init(cfg *config, ctx context.Context, method string, cc *grpc.ClientConn, co callOptions, p *retry.Policy) {
+	c.cfg, c.ctx, c.method, c.cc = cfg, ctx, method, cc
+	c.idempotent = cfg.idempotentMethod(method, co)
+	c.classify = p.Classifier
+	p.Classifier = c.decide
+}
+
+// decide is the Classifier the interceptors give Do: the Policy's own, or
+// the retryable codes, then the rules no Classifier can override: a
+// method not marked idempotent, a committed stream and a method that grpc-go
+// retries by itself get one attempt; the server's pushback and RetryInfo set
+// the least wait, or stop the retries.
+func (c *call) decide(ctx context.Context, a retry.Attempt) retry.Decision {
+	d := c.judge(ctx, a)
+	if d.Retry {
+		d = c.gate(d, a.Err)
+	}
+	c.decision = d
+	return d
+}
+
+// judge says whether err is worth another attempt, before the gate.
+func (c *call) judge(ctx context.Context, a retry.Attempt) retry.Decision {
+	if c.classify != nil {
+		return c.classify(ctx, a)
+	}
+	if _, ok := a.Err.(*timeoutError); ok {
+		return retry.Decision{Retry: true, Reason: "attempt timed out"}
+	}
+	code := status.Code(a.Err)
+	// code.String() is a fixed name ("Unavailable"): safe to log.
+	return retry.Decision{Retry: c.cfg.codes.has(code), Reason: code.String()}
+}
+
+func (c *call) gate(d retry.Decision, err error) retry.Decision {
+	switch {
+	case c.committed:
+		return refuse(d, "stream committed")
+	case !c.idempotent:
+		return refuse(d, "method not marked idempotent")
+	case c.cfg.grpcRetries(c.cc, c.method):
+		return refuse(d, "left to grpc-go's retryPolicy")
+	}
+	after, ok := pushback(c.trailer)
+	if !ok {
+		return refuse(d, "server pushback says stop")
+	}
+	d.RetryAfter = max(d.RetryAfter, after, retryInfoDelay(err))
+	if d.RetryAfter >= c.cfg.maxRetryAfter {
+		return refuse(d, "server delay reaches the maximum")
+	}
+	return d
+}
+
+// refuse turns d into a refusal, and says why in the Reason that the Trace
+// keeps.
+func refuse(d retry.Decision, why string) retry.Decision {
+	return retry.Decision{Reason: d.Reason + "; " + why}
+}
+
+// grpcRetries reports whether grpc-go retries method by itself: the
+// ClientConn's service config gives it a retryPolicy, and the interceptor
+// was not told that the ClientConn disables retries.
+//
+// GetMethodConfig is the one public view of the service config. It sees the
+// config from the resolver or WithDefaultServiceConfig, not the per-route
+// policies of an xDS config selector; see the package doc.
+func (c *config) grpcRetries(cc *grpc.ClientConn, method string) bool {
+	if c.grpcRetryDisabled || cc == nil {
+		return false
+	}
+	return cc.GetMethodConfig(method).RetryPolicy != nil
+}

@@ -1,0 +1,88 @@
+// Package retrygrpc retries gRPC client calls that are safe to repeat, with
+// the policy, jitter, deadlines, budget and Trace of package retry.
+//
+// [UnaryClientInterceptor] and [StreamClientInterceptor] take a
+// retry.Policy and [Option]s; install them on a ClientConn with
+// grpc.WithChainUnaryInterceptor and grpc.WithChainStreamInterceptor.
+//
+// # Safe by default: unmarked methods get one attempt
+//
+// A method is retried only when it is marked as idempotent, with
+// [WithIdempotent], [WithAllIdempotent], or per call with [CallIdempotent].
+// EVERY OTHER METHOD GETS EXACTLY ONE ATTEMPT, whatever its status code: a
+// call that failed may have been carried out by the server before it failed,
+// and only the service's owner knows whether doing it twice is harmless. A
+// marked method is retried on the codes of [WithCodes], UNAVAILABLE by
+// default, and when the Policy's AttemptTimeout or MaxElapsed cut an
+// attempt short while the caller's ctx is alive.
+//
+// # What the server sees and says
+//
+// Every attempt sends the same request message. The second attempt carries
+// the metadata grpc-previous-rpc-attempts: "1", the third "2", and so on,
+// as gRFC A6 specifies; the first carries none. A server can push back,
+// also as A6 specifies, with the trailer grpc-retry-pushback-ms: a value of
+// n asks for a wait of at least n milliseconds before the next attempt; a
+// negative, malformed or repeated value asks for no retry at all, and the
+// call fails at once. A google.rpc.RetryInfo among the status details
+// (https://cloud.google.com/apis/design/errors#retryinfo) asks for a wait of
+// at least its retry_delay. Neither makes a code retryable that is not.
+//
+// A server's wait is a floor, not the whole wait: the interceptor waits
+// that long plus the Policy's jittered backoff for that retry (see
+// retry.Decision.RetryAfter), so that clients told the same wait do not come
+// back in lockstep. With the default full jitter, the wait after a pushback
+// of 500ms is uniform in [500ms, 500ms + backoff). grpc-go's own retry waits
+// the pushback exactly. A wait that would pass MaxElapsed or the ctx
+// deadline ends the call at once with retry.ErrDeadline, and a server wait
+// of [WithMaxRetryAfter] (a minute by default) or more is not waited for.
+//
+// # Errors
+//
+// The error of a failed call carries the status that the last attempt got,
+// unchanged: status.Code and status.Convert read it as they would without
+// the interceptor. When the caller's ctx ends, the status is CANCELLED or
+// DEADLINE_EXCEEDED, as grpc gives it. The same error matches, with
+// errors.Is, retry.ErrGaveUp and why retrying stopped (retry.ErrExhausted,
+// retry.ErrDeadline, retry.ErrBudgetExhausted) when retries ran out, and
+// the last attempt's error.
+//
+// # Streams
+//
+// A server-streaming call is retried until it commits: once the client has
+// received a response header or a message (A6), an error is returned as it
+// is. A client-streaming or bidi call is retried only while its stream
+// opens, before anything is sent; see [StreamClientInterceptor].
+//
+// # One retry owner
+//
+// A call made inside another retry loop (a retry.Do whose op makes the call,
+// or a second retrying interceptor above this one) makes one attempt and
+// leaves retrying to that loop; see retry.Policy.RetryNested.
+//
+// grpc-go can retry by itself too, when the service config gives a method
+// a retryPolicy (A6). The interceptor does not stack its attempts on those:
+// a method with a retryPolicy in the ClientConn's service config gets one
+// attempt from the interceptor, its Trace says "left to grpc-go's
+// retryPolicy", and grpc-go retries it as configured. To have the
+// interceptor retry every method instead, make the ClientConn with
+// grpc.WithDisableRetry() and pass [WithGRPCRetryDisabled]. The interceptor
+// reads the service config through ClientConn.GetMethodConfig, which does
+// not see the per-route retry policies of xDS: with xDS, use
+// grpc.WithDisableRetry and WithGRPCRetryDisabled, or leave retries to xDS.
+//
+// grpc-go also retries transparently, without any config, an attempt that
+// never reached the server's application: one that never left the client,
+// or that the server refused before handling it (REFUSED_STREAM, or a
+// stream a GOAWAY cut off). Such a retry happens inside one attempt of the
+// interceptor; it is not in the Trace and does not count against
+// MaxAttempts or the Budget, since the server's handler saw the call at most
+// once.
+//
+// # Order among interceptors
+//
+// Interceptors placed before this one in the chain see one call, whatever
+// the retries; those placed after it see each attempt. Put metrics that
+// should count attempts, and auth that must be fresh on each attempt, after
+// it.
+package retrygrpc
