@@ -8,5 +8,7 @@
 // and the configuration of every library, with the differences that could
 // not be removed, in helpers_test.go. Each benchmark is named Scenario/library so that
 // benchstat lines the libraries up; run.sh runs the lot and prints the
-// summary.
+// summary. idempotency_test.go measures the server half of idempotency
+// (package idempotency, with its in-memory store and with package
+// redisstore on a local redis-server) against the same POST without it.
 package bench

@@ -1,0 +1,176 @@
+package idempotency
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/stormguard/retry"
+)
+
+// Defaults that a zero field of [Options] stands for.
+const (
+	defaultHeader           = "Idempotency-Key"
+	defaultTTL              = 24 * time.Hour
+	defaultLease            = 10 * time.Second
+	defaultMaxBodyBytes     = 1 << 20
+	defaultMaxResponseBytes = 1 << 20
+	defaultStoreTimeout     = 2 * time.Second
+)
+
+// Options configures a [Middleware]. The zero value is ready to use: see
+// each field for what its zero means.
+type Options struct {
+	// Store keeps keys and results [a MemoryStore with its default bounds,
+	// on Clock]. Use a shared store, such as package redisstore's, when more
+	// than one process serves the same clients.
+	Store Store
+
+	// Header names the request header that carries the key
+	// [Idempotency-Key].
+	Header string
+
+	// Methods are the methods the middleware applies to [POST, PATCH];
+	// requests with other methods pass through untouched.
+	Methods []string
+
+	// Required makes a request without a key a 400 [false: it passes
+	// through, and runs as if there were no middleware].
+	Required bool
+
+	// TTL is how long a result is kept and replayed [24h]. A key sent again
+	// after it is a new request.
+	TTL time.Duration
+
+	// Lease is how long a request holds its key without renewal [10s]. The
+	// middleware renews it every Lease/3 while the handler runs, so a slow
+	// handler keeps its key; when a process dies mid-request, its key is
+	// free again one Lease later, not one TTL later.
+	Lease time.Duration
+
+	// Scope says whose key it is: a key and its result belong to one scope,
+	// so that a result saved for one caller is never replayed to another,
+	// and the same key from two callers is two requests [a SHA-256 of the
+	// Authorization header; "" without one].
+	//
+	// The default's limit: a bearer token that changes between two attempts
+	// (a refresh, a rotation) makes the retry look like another caller's
+	// request, and it runs again. A service that knows its authenticated
+	// principal should scope by it, the user or account id, so that a key
+	// stays the caller's whatever credential carries it. Requests without
+	// Authorization all share the scope "".
+	Scope func(*http.Request) string
+
+	// MaxBodyBytes bounds the request body that the middleware reads to
+	// fingerprint the request [1 MiB]; a larger one gets 413 and the
+	// handler does not run.
+	MaxBodyBytes int64
+
+	// MaxResponseBytes bounds the response body that is saved for replays
+	// [1 MiB]. A larger response is sent in full, but only its status and
+	// headers are saved: see the package doc.
+	MaxResponseBytes int64
+
+	// Retryable reports whether a response with this status means that the
+	// request did nothing and may run again [DefaultRetryable]. Such a
+	// response is sent but not saved, and the key is released, so a retry
+	// runs the handler again. Every other status is saved and replayed.
+	Retryable func(status int) bool
+
+	// StoreTimeout bounds each call to the Store [2s]; a call that takes
+	// longer counts as a failed store.
+	StoreTimeout time.Duration
+
+	// Clock tells the time of leases, TTLs and lease renewals [real time].
+	// A *clock.Mock of github.com/benbjohnson/clock assigns to it, so that
+	// tests move time instead of sleeping. It is the default store's clock
+	// too; a Store of your own keeps its own time.
+	Clock retry.Clock
+}
+
+// DefaultRetryable is the default Options.Retryable. It reports true for
+// 408 Request Timeout, 429 Too Many Requests and every 5xx: statuses that
+// say "not done, try again". A handler that has committed its effects must
+// therefore not answer 5xx, or a retry does them twice; answer 5xx only
+// when nothing was done (a rolled-back transaction), or set Retryable.
+func DefaultRetryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||
+		(status >= 500 && status <= 599)
+}
+
+// resolve validates o and replaces its zero fields with their defaults.
+func (o *Options) resolve() error {
+	if o.Header == "" {
+		o.Header = defaultHeader
+	}
+	if o.Methods == nil {
+		o.Methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	if o.TTL == 0 {
+		o.TTL = defaultTTL
+	}
+	if o.Lease == 0 {
+		o.Lease = defaultLease
+	}
+	if o.Scope == nil {
+		o.Scope = authorizationScope
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = defaultMaxResponseBytes
+	}
+	if o.Retryable == nil {
+		o.Retryable = DefaultRetryable
+	}
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = defaultStoreTimeout
+	}
+	if !isToken(o.Header) {
+		return invalid("Header %q is not a valid header name", o.Header)
+	}
+	if len(o.Methods) == 0 {
+		return invalid("Methods is empty: the middleware would do nothing")
+	}
+	for _, m := range o.Methods {
+		if !isToken(m) {
+			return invalid("Methods: %q is not a valid method", m)
+		}
+	}
+	// Stores keep time in milliseconds (Redis's PX), so shorter durations
+	// would round to nothing.
+	switch {
+	case o.TTL < time.Millisecond:
+		return invalid("TTL %v is below 1ms", o.TTL)
+	case o.Lease < time.Millisecond:
+		return invalid("Lease %v is below 1ms", o.Lease)
+	case o.TTL < o.Lease:
+		return invalid("TTL %v is below Lease %v: a result would be kept for less time than a request may run", o.TTL, o.Lease)
+	case o.MaxBodyBytes < 0:
+		return invalid("MaxBodyBytes %d is negative", o.MaxBodyBytes)
+	case o.MaxResponseBytes < 0:
+		return invalid("MaxResponseBytes %d is negative", o.MaxResponseBytes)
+	case o.StoreTimeout < 0:
+		return invalid("StoreTimeout %v is negative", o.StoreTimeout)
+	}
+	if o.Store == nil {
+		s, err := NewMemoryStore(MemoryOptions{Clock: o.Clock})
+		if err != nil {
+			return err
+		}
+		o.Store = s
+	}
+	return nil
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTchar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
