@@ -115,8 +115,8 @@ func main() {
 	client := &http.Client{Transport: &retryhttp.Transport{
 		Policy: retry.Policy{
 			MaxAttempts: 10,
-			BaseBackoff:   5 * time.Millisecond,
-			MaxBackoff:    50 * time.Millisecond,
+			BaseBackoff: 5 * time.Millisecond,
+			MaxBackoff:  50 * time.Millisecond,
 			OnRetry:     func(context.Context, retry.Attempt, time.Duration) { retries.Add(1) },
 		},
 		AutoIdempotencyKey: true,

@@ -134,8 +134,8 @@ func Run(t *testing.T, cfg Config, wrap func(http.Handler) http.Handler) Result 
 func policy(retries *atomic.Int64) retry.Policy {
 	return retry.Policy{
 		MaxAttempts: 20,
-		BaseBackoff:   time.Millisecond,
-		MaxBackoff:    4 * time.Millisecond,
+		BaseBackoff: time.Millisecond,
+		MaxBackoff:  4 * time.Millisecond,
 		OnRetry:     func(context.Context, retry.Attempt, time.Duration) { retries.Add(1) },
 	}
 }
