@@ -43,10 +43,26 @@ import (
 // The Reason it gives is short and fixed, "503 Service Unavailable" or
 // "connection refused", so that it is safe to log.
 func DefaultClassifier(_ context.Context, a retry.Attempt) retry.Decision {
-	se, ok := a.Err.(*StatusError)
-	if !ok && !errors.As(a.Err, &se) {
-		return classifyError(a.Err)
+	if se, ok := a.Err.(*StatusError); ok { // as the Transport hands it over
+		return classifyStatus(se)
 	}
+	if se := asStatusError(a.Err); se != nil { // wrapped by a caller's Classifier
+		return classifyStatus(se)
+	}
+	return classifyError(a.Err)
+}
+
+// asStatusError finds a *StatusError in err's tree. It is a function of its
+// own so that the variable errors.As needs escapes only on this path.
+func asStatusError(err error) *StatusError {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+func classifyStatus(se *StatusError) retry.Decision {
 	reason := statusText(se.StatusCode)
 	switch se.StatusCode {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests,

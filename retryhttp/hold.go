@@ -48,10 +48,12 @@ type holds struct {
 
 // note records what resp, an answer to c, says of a hold.
 func (c *call) noteHold(resp *http.Response) {
+	throttled := (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) &&
+		resp.Header.Get("Retry-After") != ""
 	switch {
 	case c.t.Hold == HoldOff:
 		return
-	case resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable && c.t.held.n.Load() == 0:
+	case !throttled && c.t.held.n.Load() == 0:
 		return // nothing to record, nothing to clear
 	}
 	c.t.held.note(c.origin(), resp, now(c.clk), c.t.maxRetryAfter())
