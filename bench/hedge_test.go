@@ -22,10 +22,12 @@ import (
 // The tail-latency proof of hedging ("The Tail at Scale", Dean and
 // Barroso, 2013): a loopback server answers in 1–2ms, but 2% of requests
 // stall 300ms. 2,000 GETs from 8 goroutines, without and with an adaptive
-// Hedger (p95 of recent latencies), report p50/p99/p99.9 and how many
+// Hedger (the p90 of recent latencies, within [1ms, 50ms], up to 3 copies
+// in flight, sharing NewBudget(50, 0.1)), report p50/p99/p99.9 and how many
 // requests the server saw. A third run stalls every request, to show that
-// a shared Budget bounds the extra requests when hedging cannot help (200
-// requests there: at 300ms each, 2,000 would take over a minute).
+// the Budget bounds the extra requests when hedging cannot help: to about
+// maxTokens/2 plus tokenRatio per success (200 requests there: at 300ms
+// each, 2,000 would take over a minute).
 //
 //	go test -run='^$' -bench='^BenchmarkHedgeTail$' -benchtime=1x .
 //
@@ -93,11 +95,11 @@ func BenchmarkHedgeTail(b *testing.B) {
 	newClient := func(hedge bool) *http.Client {
 		tr := &retryhttp.Transport{Base: &http.Transport{MaxIdleConnsPerHost: 2 * tailWorkers}}
 		if hedge {
-			budget, err := retry.NewBudget(10, 0.1)
+			budget, err := retry.NewBudget(50, 0.1)
 			if err != nil {
 				b.Fatal(err)
 			}
-			tr.Hedger = &retry.Hedger{Quantile: 0.95, MinDelay: time.Millisecond, MaxDelay: time.Second}
+			tr.Hedger = &retry.Hedger{Quantile: 0.9, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxInFlight: 3}
 			tr.Policy.Budget = budget
 		}
 		return &http.Client{Transport: tr}
@@ -160,6 +162,7 @@ func tailChart(plain, hedged tailRun) string {
 		fmt.Fprintf(&s, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#ddd"/><text x="%g" y="%.1f" text-anchor="end">%g%%</text>`,
 			left, y(share), w-right, y(share), left-6, y(share)+4, share*100)
 	}
+	var legend strings.Builder
 	curve := func(r tailRun, color, label string, ly float64) {
 		var pts []string
 		n := float64(len(r.latencies))
@@ -168,12 +171,15 @@ func tailChart(plain, hedged tailRun) string {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(ms), y((n-float64(i))/n)))
 		}
 		fmt.Fprintf(&s, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, color, strings.Join(pts, " "))
-		fmt.Fprintf(&s, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/><text x="%g" y="%g">%s: p50 %v, p99 %v, p99.9 %v, %d requests served</text>`,
-			w-330, ly, w-310, ly, color, w-305, ly+4, label, r.quantile(0.5).Round(10*time.Microsecond), r.quantile(0.99).Round(10*time.Microsecond),
+		fmt.Fprintf(&legend, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="%s" stroke-width="2"/><text x="%g" y="%g">%s: p50 %v, p99 %v, p99.9 %v; the server saw %d requests</text>`,
+			left+10, ly, left+30, ly, color, left+35, ly+4, label, r.quantile(0.5).Round(10*time.Microsecond), r.quantile(0.99).Round(10*time.Microsecond),
 			r.quantile(0.999).Round(10*time.Microsecond), r.served)
 	}
-	curve(plain, "#c0392b", "plain", top+20)
-	curve(hedged, "#2471a3", "hedged", top+40)
+	curve(plain, "#c0392b", "plain", h-bottom-40)
+	curve(hedged, "#2471a3", "hedged", h-bottom-20)
+	// The legend, bottom left, on a white ground over the curves.
+	fmt.Fprintf(&s, `<rect x="%g" y="%g" width="480" height="44" fill="white" fill-opacity="0.9"/>`, left+4, h-bottom-52)
+	s.WriteString(legend.String())
 	s.WriteString(`</svg>`)
 	return s.String()
 }
