@@ -2,9 +2,10 @@ package retrygrpc
 
 import (
 	"context"
-	"google.golang.org/grpc"
 	"time"
 
+	"github.com/stormguard/retry/internal/clocks"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -42,7 +43,7 @@ func (s *stream) open(loop context.Context) *attempt {
 		case d <= 0:
 			cancel(errAttemptTimeout)
 		default:
-			a.timer = afterFunc(s.clk, d, func() { cancel(errAttemptTimeout) })
+			a.timer = clocks.AfterFunc(s.clk, d, func() { cancel(errAttemptTimeout) })
 		}
 	}
 	a.cs, a.err = s.streamer(withAttemptHeader(ctx, s.n), s.desc, s.cc, s.method, s.opts...)
@@ -61,7 +62,7 @@ func (s *stream) limit(loop context.Context) (time.Duration, bool) {
 	d, ok := s.timeout, s.timeout > 0
 	if end, has := loop.Deadline(); has {
 		if own, mine := s.ctx.Deadline(); !mine || !own.Equal(end) {
-			if left := until(s.clk, end); !ok || left < d {
+			if left := clocks.Until(s.clk, end); !ok || left < d {
 				d, ok = left, true
 			}
 		}

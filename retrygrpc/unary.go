@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 	"google.golang.org/grpc"
 )
 
@@ -101,5 +102,5 @@ func (c *unaryCall) timedOut(loop context.Context, err error) bool {
 	if own, mine := c.ctx.Deadline(); mine && !end.Before(own) {
 		return false // the caller's deadline, not Do's
 	}
-	return until(c.clk, end) <= 0
+	return clocks.Until(c.clk, end) <= 0
 }

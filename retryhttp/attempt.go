@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // attempt is one send of the request.
@@ -89,7 +89,7 @@ func (c *call) start(loop context.Context) *attempt {
 			a.cancel(errAttemptTimeout)
 		} else {
 			cancel := a.cancel
-			a.timer = afterFunc(c.clk, d, func() { cancel(errAttemptTimeout) })
+			a.timer = clocks.AfterFunc(c.clk, d, func() { cancel(errAttemptTimeout) })
 		}
 	}
 	return a
@@ -119,7 +119,7 @@ func (c *call) limit(loop context.Context) (time.Duration, bool) {
 	d, ok := c.timeout, c.timeout > 0
 	if end, has := loop.Deadline(); has {
 		if own, mine := c.req.Context().Deadline(); !mine || !own.Equal(end) {
-			if left := until(c.clk, end); !ok || left < d {
+			if left := clocks.Until(c.clk, end); !ok || left < d {
 				d, ok = left, true
 			}
 		}
@@ -164,38 +164,4 @@ func (a *attempt) keep() *http.Response {
 		a.resp.Body = releaseOnClose(a.resp.Body, a)
 	}
 	return a.resp
-}
-
-func afterFunc(clk retry.Clock, d time.Duration, f func()) interface{ Stop() bool } {
-	if clk == nil {
-		return time.AfterFunc(d, f)
-	}
-	ctx, cancel := clk.WithDeadline(context.Background(), clk.Now().Add(d))
-	return clockTimer{context.AfterFunc(ctx, f), cancel}
-}
-
-// clockTimer is a timer on an injected clock.
-type clockTimer struct {
-	stop   func() bool
-	cancel context.CancelFunc
-}
-
-func (t clockTimer) Stop() bool {
-	ok := t.stop()
-	t.cancel()
-	return ok
-}
-
-func until(clk retry.Clock, t time.Time) time.Duration {
-	if clk == nil {
-		return time.Until(t)
-	}
-	return t.Sub(clk.Now())
-}
-
-func now(clk retry.Clock) time.Time {
-	if clk == nil {
-		return time.Now()
-	}
-	return clk.Now()
 }

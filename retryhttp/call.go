@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // call is one RoundTrip: the request, what the Transport decided about it
@@ -161,7 +162,7 @@ func (c *call) onRetry(next func(context.Context, retry.Attempt, time.Duration))
 			if end, ok := c.loop.Deadline(); ok {
 				// Half the slack at most, so that the wait still fits when
 				// Do checks again after this hook.
-				slack := end.Sub(now(c.clk)) - wait
+				slack := end.Sub(clocks.Now(c.clk)) - wait
 				if slack <= 0 {
 					return // Do gives up: keep the response for the caller
 				}
@@ -220,7 +221,7 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 func (c *call) drainLimit() time.Duration {
 	limit := drainTimeout
 	if end, ok := c.req.Context().Deadline(); ok {
-		limit = min(limit, end.Sub(now(c.clk)))
+		limit = min(limit, end.Sub(clocks.Now(c.clk)))
 	}
 	return limit
 }

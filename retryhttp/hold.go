@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // HoldMode says what a [Transport] does with new attempts to a host that
@@ -56,7 +58,7 @@ func (c *call) noteHold(resp *http.Response) {
 	case !throttled && c.t.held.n.Load() == 0:
 		return // nothing to record, nothing to clear
 	}
-	c.t.held.note(c.origin(), resp, now(c.clk), c.t.maxRetryAfter())
+	c.t.held.note(c.origin(), resp, clocks.Now(c.clk), c.t.maxRetryAfter())
 }
 
 // note records what resp, an answer from origin at now, says of a hold.
@@ -116,7 +118,7 @@ func (c *call) awaitHold(loop context.Context) error {
 	if until.IsZero() {
 		return nil
 	}
-	start := now(c.clk)
+	start := clocks.Now(c.clk)
 	left := until.Sub(start)
 	if left <= 0 {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // Bounds on credential refreshes, so that a host that always answers 401
@@ -149,7 +150,7 @@ func (c *call) renew(ctx context.Context, sent string) (string, bool) {
 			st.mu.Unlock()
 			return auth, true
 		}
-		now := now(c.clk)
+		now := clocks.Now(c.clk)
 		st.countRefusal(sent) // sent is the newest credential, or there is none yet
 		rc, led := st.inflight, false
 		if rc == nil {
@@ -202,7 +203,7 @@ func (c *call) lead(ctx context.Context, st *originAuth, rc *refreshCall, sent s
 			if v := recover(); v != nil {
 				rc.panicV = v
 			}
-			end := now(clk)
+			end := clocks.Now(clk)
 			st.mu.Lock()
 			switch {
 			case rc.err == nil && rc.auth != "":
@@ -273,7 +274,7 @@ func (c *call) unauthorized(loop context.Context, a *attempt) (*attempt, error) 
 func (c *call) loopDrainLimit(loop context.Context) time.Duration {
 	limit := drainTimeout
 	if end, ok := loop.Deadline(); ok {
-		limit = min(limit, end.Sub(now(c.clk)))
+		limit = min(limit, end.Sub(clocks.Now(c.clk)))
 	}
 	return limit
 }

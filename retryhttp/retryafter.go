@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // defaultMaxRetryAfter is the longest Retry-After the zero Transport waits
@@ -28,7 +29,7 @@ func (c *call) retryAfter(resp *http.Response, d retry.Decision) retry.Decision 
 func (c *call) retryAfterHeader(h http.Header, d retry.Decision) retry.Decision {
 	limit := c.t.maxRetryAfter()
 	if v := h.Get("Retry-After"); v != "" {
-		if after, ok := parseRetryAfter(v, now(c.clk), limit); ok {
+		if after, ok := parseRetryAfter(v, clocks.Now(c.clk), limit); ok {
 			d.RetryAfter = max(d.RetryAfter, after)
 		}
 	}
