@@ -31,6 +31,9 @@ type attempt struct {
 // open opens attempt s.n with the streamer. loop is Do's op ctx, or the
 // caller's ctx for the attempt that NewStream opens.
 func (s *stream) open(loop context.Context) *attempt {
+	if err := s.awaitHold(loop); err != nil {
+		return &attempt{err: err}
+	}
 	a := &attempt{}
 	ctx := loop
 	d, timed := s.limit(loop)

@@ -2,6 +2,7 @@ package retrygrpc
 
 import (
 	"context"
+	"errors"
 
 	"github.com/stormguard/retry"
 	"google.golang.org/grpc"
@@ -20,6 +21,7 @@ type call struct {
 	cc         *grpc.ClientConn
 	classify   retry.Classifier // the Policy's own; nil: decide by status code
 	idempotent bool
+	clk        retry.Clock // the Policy's; nil for the real clock
 
 	trailer   metadata.MD    // the latest attempt's trailer
 	committed bool           // a stream's latest attempt failed after a response header
@@ -29,7 +31,7 @@ type call struct {
 // init fills c for a call and puts c's Classifier in p, in place of p's own,
 // which c consults first.
 func (c *call) init(cfg *config, ctx context.Context, method string, cc *grpc.ClientConn, co callOptions, p *retry.Policy) {
-	c.cfg, c.ctx, c.method, c.cc = cfg, ctx, method, cc
+	c.cfg, c.ctx, c.method, c.cc, c.clk = cfg, ctx, method, cc, p.Clock
 	c.idempotent = cfg.idempotentMethod(method, co)
 	c.classify = p.Classifier
 	p.Classifier = c.decide
@@ -51,6 +53,9 @@ func (c *call) decide(ctx context.Context, a retry.Attempt) retry.Decision {
 
 // judge says whether err is worth another attempt, before the gate.
 func (c *call) judge(ctx context.Context, a retry.Attempt) retry.Decision {
+	if errors.Is(a.Err, ErrTargetHeld) {
+		return retry.Decision{Reason: "target held back (pushback)"}
+	}
 	if c.classify != nil {
 		return c.classify(ctx, a)
 	}
@@ -75,7 +80,9 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 	if !ok {
 		return refuse(d, "server pushback says stop")
 	}
-	d.RetryAfter = max(d.RetryAfter, after, retryInfoDelay(err))
+	asked := max(after, retryInfoDelay(err))
+	c.hold(asked) // every new attempt to the target waits too
+	d.RetryAfter = max(d.RetryAfter, asked)
 	if d.RetryAfter >= c.cfg.maxRetryAfter {
 		return refuse(d, "server delay reaches the maximum")
 	}

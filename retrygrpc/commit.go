@@ -81,6 +81,7 @@ func (s *stream) attempt(loop context.Context, wait func(*attempt) error) error 
 	err := wait(a)
 	switch {
 	case err == nil:
+		s.clearHold()
 		if !a.stopTimer() {
 			// Time ran out just as the answer came: the attempt's ctx has
 			// ended, so the stream is unusable. It counts as timed out.

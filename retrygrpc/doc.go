@@ -37,6 +37,11 @@
 // deadline ends the call at once with retry.ErrDeadline, and a server wait
 // of [WithMaxRetryAfter] (a minute by default) or more is not waited for.
 //
+// A server's wait also holds back the whole client: every new attempt that
+// the interceptor makes to the same target waits until it ends, so that a
+// thousand concurrent calls do not each have to reach a throttled server to
+// learn the same thing. See [WithoutHold].
+//
 // # Errors
 //
 // The error of a failed call carries the status that the last attempt got,

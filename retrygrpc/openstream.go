@@ -27,6 +27,7 @@ func (s *stream) openOnce() (grpc.ClientStream, error) {
 			return newTimeoutError(errLate)
 		}
 		s.cur = a
+		s.clearHold()
 		return nil
 	}, s.policy)
 	storeTrace(s.ctx, tr)

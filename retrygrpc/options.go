@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/holds"
 	"google.golang.org/grpc/codes"
 )
 
@@ -89,6 +90,8 @@ type config struct {
 	codes             codeSet
 	maxRetryAfter     time.Duration
 	grpcRetryDisabled bool
+	noHold            bool
+	holds             holds.Set // targets that asked to be held back
 }
 
 func newConfig(p retry.Policy, opts []Option) *config {

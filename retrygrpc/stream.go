@@ -66,7 +66,6 @@ type stream struct {
 	opts     []grpc.CallOption
 	policy   retry.Policy  // with c's Classifier, and no AttemptTimeout
 	timeout  time.Duration // the Policy's AttemptTimeout, which the stream keeps itself
-	clk      retry.Clock
 
 	state    atomic.Int32
 	settling sync.Mutex // held while the retry loop runs
@@ -95,7 +94,7 @@ func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, c
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	s := &stream{desc: desc, streamer: streamer, opts: opts, clk: p.Clock}
+	s := &stream{desc: desc, streamer: streamer, opts: opts}
 	s.init(cfg, ctx, method, cc, co, &p)
 	if p.AttemptTimeout > 0 {
 		// Do's own AttemptTimeout would end the stream's ctx when its op

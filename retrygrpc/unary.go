@@ -50,8 +50,7 @@ type unaryCall struct {
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and one that fetches the trailer
 	optsBuf    [4]grpc.CallOption
-	clk        retry.Clock // the Policy's; nil for the real clock
-	n          int         // attempts started
+	n          int // attempts started
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -60,7 +59,7 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	if co.policy != nil {
 		p = *co.policy
 	}
-	c := &unaryCall{req: req, reply: reply, invoker: invoker, clk: p.Clock}
+	c := &unaryCall{req: req, reply: reply, invoker: invoker}
 	c.init(cfg, ctx, method, cc, co, &p)
 	// The trailer carries the server's pushback. A TrailerCallOption holds
 	// one pointer, so it goes into the interface without an allocation,
@@ -75,8 +74,14 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 func (c *unaryCall) attempt(loop context.Context) error {
 	c.n++
 	c.trailer = nil
+	if err := c.awaitHold(loop); err != nil {
+		return err
+	}
 	err := c.invoker(withAttemptHeader(loop, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
-	if err != nil && c.timedOut(loop, err) {
+	switch {
+	case err == nil:
+		c.clearHold()
+	case c.timedOut(loop, err):
 		err = newTimeoutError(err)
 	}
 	return err

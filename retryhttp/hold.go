@@ -3,10 +3,7 @@ package retryhttp
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/internal/clocks"
@@ -39,115 +36,45 @@ const (
 // because its host had asked the Transport to hold back (see [HoldMode]).
 var ErrHostHeld = errors.New("retryhttp: host asked to hold back (Retry-After)")
 
-// holds keeps, per origin, until when it asked to be held back. A host that
-// answers anything but 429 or 503 again clears its hold. At most
-// maxOrigins are kept.
-type holds struct {
-	n  atomic.Int32 // len(m), read without the lock: most of the time no host is held
-	mu sync.Mutex
-	m  map[string]time.Time
-}
-
-// note records what resp, an answer to c, says of a hold.
+// noteHold records what resp, an answer to c, says of a hold: a 429 or 503
+// with a Retry-After holds the origin back; any other answer but those
+// clears its hold.
 func (c *call) noteHold(resp *http.Response) {
-	throttled := (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) &&
-		resp.Header.Get("Retry-After") != ""
-	switch {
-	case c.t.Hold == HoldOff:
+	if c.t.Hold == HoldOff {
 		return
-	case !throttled && c.t.held.n.Load() == 0:
-		return // nothing to record, nothing to clear
 	}
-	c.t.held.note(c.origin(), resp, clocks.Now(c.clk), c.t.maxRetryAfter())
-}
-
-// note records what resp, an answer from origin at now, says of a hold.
-func (h *holds) note(origin string, resp *http.Response, now time.Time, limit time.Duration) {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		v := resp.Header.Get("Retry-After")
 		if v == "" {
 			return
 		}
-		d, ok := parseRetryAfter(v, now, limit)
-		if !ok || d <= 0 {
-			return
+		now := clocks.Now(c.clk)
+		if d, ok := parseRetryAfter(v, now, c.t.maxRetryAfter()); ok && d > 0 {
+			c.t.held.Hold(c.origin(), now.Add(d))
 		}
-		until := now.Add(d)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.m == nil {
-			h.m = make(map[string]time.Time)
-		}
-		if cur, held := h.m[origin]; !held && len(h.m) >= maxOrigins {
-			for k := range h.m { // any one: it may be throttled again, at worst
-				delete(h.m, k)
-				break
-			}
-		} else if cur.After(until) {
-			return // a longer hold stands
-		}
-		h.m[origin] = until
-		h.n.Store(int32(len(h.m)))
 	default:
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		delete(h.m, origin) // a normal answer: the throttle is over
-		h.n.Store(int32(len(h.m)))
+		if c.t.held.Held() {
+			c.t.held.Clear(c.origin())
+		}
 	}
-}
-
-// until returns when origin's hold ends, or the zero time if it has none.
-func (h *holds) until(origin string) time.Time {
-	if h.n.Load() == 0 {
-		return time.Time{}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.m[origin]
 }
 
 // awaitHold waits, before an attempt is sent, until its origin's hold
 // ends, as the Transport's HoldMode says. loop is the attempt's ctx: its
 // deadline is the request's MaxElapsed or ctx deadline.
 func (c *call) awaitHold(loop context.Context) error {
-	if c.t.Hold == HoldOff || c.t.held.n.Load() == 0 {
+	if c.t.Hold == HoldOff || !c.t.held.Held() {
 		return nil
 	}
-	until := c.t.held.until(c.origin())
-	if until.IsZero() {
-		return nil
-	}
-	start := clocks.Now(c.clk)
-	left := until.Sub(start)
-	if left <= 0 {
-		return nil
-	}
-	if c.t.Hold == HoldFailFast {
+	left, err := c.t.held.Wait(loop, c.clk, c.origin(), c.t.Hold == HoldFailFast)
+	switch {
+	case err != nil:
+		return err
+	case left > 0:
 		return &holdError{left: left}
 	}
-	wait := left + time.Duration(rand.Float64()*float64(min(left/4, 5*time.Second)))
-	if end, ok := loop.Deadline(); ok && end.Sub(start) <= wait {
-		return &holdError{left: left} // cannot wait that long: give up at once
-	}
-	if c.clk == nil {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-loop.Done():
-			return context.Cause(loop)
-		}
-	}
-	w, cancel := c.clk.WithTimeout(context.Background(), wait)
-	defer cancel()
-	select {
-	case <-w.Done():
-		return nil
-	case <-loop.Done():
-		return context.Cause(loop)
-	}
+	return nil
 }
 
 // holdError is the error of an attempt held back: it matches ErrHostHeld.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/holds"
 )
 
 // Transport is an [http.RoundTripper] that sends a request through Base and
@@ -95,8 +96,8 @@ type Transport struct {
 	// caller after RoundTrip has closed the response.
 	OnDone func(ctx context.Context, s Summary)
 
-	auth origins // credential state, per origin
-	held holds   // hosts that asked to be held back, per origin
+	auth origins   // credential state, per origin
+	held holds.Set // hosts that asked to be held back, per origin
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over
