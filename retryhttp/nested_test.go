@@ -88,3 +88,32 @@ func TestAttemptsCarryTheCallersValues(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// A Transport whose Policy shares the outer loop's Budget leaves the
+// accounting to the outer loop: a failure costs one token, not two.
+func TestNestedTransportSharingTheBudgetChargesOnce(t *testing.T) {
+	t.Parallel()
+	for _, share := range []bool{false, true} {
+		srv := newServer(t, status(503), status(503), status(200))
+		budget, err := retry.NewBudget(100, 0.1)
+		require.NoError(t, err)
+		inner := retry.Policy{}
+		if share {
+			inner.Budget = budget
+		}
+		c := srv.client(&retryhttp.Transport{Policy: inner})
+		_, err = retrytest.Do(context.Background(), func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				return err
+			}
+			return resp.Body.Close()
+		}, retry.Policy{Budget: budget})
+		require.NoError(t, err)
+		assert.InDelta(t, 98.1, budget.Tokens(), 1e-9, "share=%v: two failures and a success, counted once", share)
+	}
+}
