@@ -3,7 +3,6 @@ package retry
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -160,15 +159,7 @@ func HedgeValue[T any](ctx context.Context, h *Hedger, op func(context.Context) 
 		onDone := p.OnDone
 		p.OnDone = nil
 		returned := false
-		defer func() {
-			if t.stop == StopInvalid {
-				return
-			}
-			if !returned {
-				t.stop, err = StopPanicked, errPanicked
-			}
-			onDone(ctx, t, err)
-		}()
+		defer func() { callOnDone(ctx, onDone, &t, &err, returned) }()
 		v, t, err = HedgeValue(ctx, h, op, release, p)
 		returned = true
 		return v, t, err
@@ -322,32 +313,10 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			}
 			// Nothing runs: Do's rules.
 			hedge.stop()
-			n := t.n
-			switch {
-			case deferred:
-				t.stop = StopDeferred
-				return r.returnKept(kept.v), &StopError{Stop: StopDeferred, Attempts: n, Err: res.err}
-			case r.started == maxAttempts:
-				t.stop = StopExhausted
-				return r.returnKept(kept.v), &StopError{Stop: StopExhausted, Attempts: n, Err: res.err}
-			case p.Budget != nil && !p.Budget.allow():
-				t.stop = StopBudget
-				return r.returnKept(kept.v), &StopError{Stop: StopBudget, Attempts: n, Err: res.err}
-			}
-			jittered = p.wait(n, jittered, rand.Float64())
-			wait := addSat(max(d.RetryAfter, 0), jittered)
-			fit, byCtx := fits(ctx, p.Clock, deadline, wait)
-			if fit && p.OnRetry != nil {
-				p.OnRetry(ctx, *a, wait)
-				fit, byCtx = fits(ctx, p.Clock, deadline, wait)
-			}
-			if !fit {
-				e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: res.err}
-				if byCtx {
-					e.ctxErr = context.DeadlineExceeded
-				}
-				t.stop = StopDeadline
-				return r.returnKept(kept.v), e
+			wait, stop, err := p.retryOrStop(ctx, a, d, t.n, r.started == maxAttempts, deferred, p.Budget, deadline, &jittered)
+			if stop != StopNone {
+				t.stop = stop
+				return r.returnKept(kept.v), err
 			}
 			// The wait fits: the kept value is moot now, and releasing it
 			// before the wait frees what it holds (a connection) for the

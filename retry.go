@@ -76,18 +76,23 @@ var (
 // OnDone pays nothing for it, not even a defer.
 func (p *Policy) observe(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
 	onDone, returned := p.OnDone, false
-	defer func() {
-		if t.stop == StopInvalid {
-			return // Do never started
-		}
-		if !returned { // a panic, or runtime.Goexit: it goes on after OnDone
-			t.stop, err = StopPanicked, errPanicked
-		}
-		onDone(ctx, *t, err)
-	}()
+	defer func() { callOnDone(ctx, onDone, t, &err, returned) }()
 	err = p.run(ctx, op, t)
 	returned = true
 	return err
+}
+
+// callOnDone calls onDone as Policy.OnDone promises: not for a call that
+// never started, and, when the loop did not return (a panic, or
+// runtime.Goexit, which goes on after it), with StopPanicked.
+func callOnDone(ctx context.Context, onDone func(context.Context, Trace, error), t *Trace, err *error, returned bool) {
+	if t.stop == StopInvalid {
+		return
+	}
+	if !returned {
+		t.stop, *err = StopPanicked, errPanicked
+	}
+	onDone(ctx, *t, *err)
 }
 
 // run is the one retry loop behind Do and DoValue. p is the caller's copy.
@@ -126,13 +131,10 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// timed: the first attempt is timed only when MaxElapsed or OnDone
 	// needs its start (see Attempt.Start).
 	var began, deadline time.Time
-	if p.OnDone != nil {
-		began = now(p.Clock) // observers want the whole call's time
+	if p.MaxElapsed > 0 || p.OnDone != nil { // observers want the whole call's time
+		began = now(p.Clock)
 	}
 	if p.MaxElapsed > 0 {
-		if began.IsZero() {
-			began = now(p.Clock)
-		}
 		deadline = began.Add(p.MaxElapsed)
 		var cancel context.CancelFunc
 		opCtx, cancel = withDeadline(p.Clock, opCtx, deadline)
@@ -186,34 +188,10 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		if budget != nil {
 			budget.failed()
 		}
-		if deferred {
-			t.stop, err = StopDeferred, &StopError{Stop: StopDeferred, Attempts: n, Err: err}
-			break
-		}
-		if n == maxAttempts {
-			t.stop, err = StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
-			break
-		}
-		if budget != nil && !budget.allow() {
-			t.stop, err = StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
-			break
-		}
-
-		jittered = p.wait(n, jittered, rand.Float64())
-		wait = addSat(max(d.RetryAfter, 0), jittered)
-		// The deadline check reads the clock afresh: the Classifier's time
-		// counts, and so does OnRetry's, which may use up the slack.
-		fit, byCtx := fits(ctx, p.Clock, deadline, wait)
-		if fit && p.OnRetry != nil {
-			p.OnRetry(ctx, *a, wait)
-			fit, byCtx = fits(ctx, p.Clock, deadline, wait)
-		}
-		if !fit {
-			e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: err}
-			if byCtx {
-				e.ctxErr = context.DeadlineExceeded
-			}
-			t.stop, err = StopDeadline, e
+		var stop StopReason
+		var stopErr error
+		if wait, stop, stopErr = p.retryOrStop(ctx, a, d, n, n == maxAttempts, deferred, budget, deadline, &jittered); stop != StopNone {
+			t.stop, err = stop, stopErr
 			break
 		}
 		woke, ok := sl.sleep(ctx, p.Clock, wait)
@@ -232,6 +210,42 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		}
 	}
 	return err
+}
+
+// retryOrStop is what a retry loop does once attempt a has failed in a way
+// the Classifier (d) would retry and no other attempt of the call runs: it
+// gives up, returning why and the error to return, or it returns the wait
+// before the next attempt (StopNone). n is how many attempts were made, and
+// last says that MaxAttempts allows no more; jittered is what the Jitter
+// made of the previous backoff, and is updated. Do and Hedge share it, so that they stop for the
+// same reasons in the same order.
+func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int, last, deferred bool, budget *Budget, deadline time.Time, jittered *time.Duration) (time.Duration, StopReason, error) {
+	err := a.Err
+	switch {
+	case deferred:
+		return 0, StopDeferred, &StopError{Stop: StopDeferred, Attempts: n, Err: err}
+	case last:
+		return 0, StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
+	case budget != nil && !budget.allow():
+		return 0, StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
+	}
+	*jittered = p.wait(n, *jittered, rand.Float64())
+	wait := addSat(max(d.RetryAfter, 0), *jittered)
+	// The deadline check reads the clock afresh: the Classifier's time
+	// counts, and so does OnRetry's, which may use up the slack.
+	fit, byCtx := fits(ctx, p.Clock, deadline, wait)
+	if fit && p.OnRetry != nil {
+		p.OnRetry(ctx, *a, wait)
+		fit, byCtx = fits(ctx, p.Clock, deadline, wait)
+	}
+	if !fit {
+		e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: err}
+		if byCtx {
+			e.ctxErr = context.DeadlineExceeded
+		}
+		return 0, StopDeadline, e
+	}
+	return wait, StopNone, nil
 }
 
 // call runs one attempt under AttemptTimeout, if any, and releases the

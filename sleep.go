@@ -25,8 +25,9 @@ type sleeper struct {
 }
 
 // sleep waits d or until ctx ends, whichever comes first. It reports
-// whether it waited the whole d and, if it waited, when the wait ended. It returns as soon as ctx ends: the cancel is
-// seen at once, not at the end of the wait.
+// whether it waited the whole d and, if it waited, when the wait ended. It
+// returns as soon as ctx ends: the cancel is seen at once, not at the end
+// of the wait.
 func (s *sleeper) sleep(ctx context.Context, clk Clock, d time.Duration) (woke time.Time, ok bool) {
 	if d <= 0 {
 		return time.Time{}, ctx.Err() == nil

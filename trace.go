@@ -175,7 +175,7 @@ func (t Trace) String() string {
 			if !first {
 				b = append(b, ' ')
 			}
-			if a.Number > traceHead && a.Number == max(t.n-traceTail+1, traceHead+1) && t.n > traceHead+traceTail {
+			if t.n > traceHead+traceTail && a.Number == t.n-traceTail+1 { // the middle was left out
 				b = append(b, "… "...)
 			}
 			first = false

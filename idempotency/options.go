@@ -83,7 +83,11 @@ type Options struct {
 	// Clock tells the time of leases, TTLs and lease renewals [real time].
 	// A *clock.Mock of github.com/benbjohnson/clock assigns to it, so that
 	// tests move time instead of sleeping. It is the default store's clock
-	// too; a Store of your own keeps its own time.
+	// too; a Store of your own keeps its own time. The pause between two
+	// lease renewals is a wait on it (WithTimeout): a fake that skips each
+	// wait as it starts, as retrytest.NewAutoClock does, would renew
+	// without end while a handler runs; use retrytest.NewClock, whose
+	// Waits show each renewal's pause, or a *clock.Mock.
 	Clock retry.Clock
 }
 

@@ -113,7 +113,7 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 	return func(ctx context.Context, a retry.Attempt) retry.Decision {
 		d := classify(ctx, a)
 		if c.cur != nil && d.Retry {
-			d = c.retryAfter(c.cur.resp, d)
+			d = c.retryAfter(c.cur.resp.Header, d)
 		}
 		d = c.gate(d, a.Err)
 		if d.Retry && c.bodySent && c.req.GetBody != nil {
@@ -201,7 +201,7 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 		case deferred && c.req.Context().Value(transportLoopKey{}) == nil:
 			// The outer loop owns retrying: it gets an error it will retry,
 			// after the response's Retry-After, and the response is freed.
-			a.discard(c.drainLimit())
+			a.discard(c.drainLimit(c.req.Context()))
 			return nil, timeoutAware(retry.RetryAfter(err, c.decision.RetryAfter))
 		default:
 			// Success, a final status, or a retryable status that Do gave
@@ -217,10 +217,10 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 	return nil, timeoutAware(err)
 }
 
-// drainLimit bounds a drain by drainTimeout and by the request's deadline.
-func (c *call) drainLimit() time.Duration {
+// drainLimit bounds a drain by drainTimeout and by ctx's deadline.
+func (c *call) drainLimit(ctx context.Context) time.Duration {
 	limit := drainTimeout
-	if end, ok := c.req.Context().Deadline(); ok {
+	if end, ok := ctx.Deadline(); ok {
 		limit = min(limit, end.Sub(clocks.Now(c.clk)))
 	}
 	return limit

@@ -150,17 +150,17 @@ const (
 )
 
 func isServerClosedIdle(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if err.Error() == serverClosedIdle {
-			return true
-		}
-	}
-	return false
+	return anyText(err, func(s string) bool { return s == serverClosedIdle })
 }
 
 func isBrokenHead(err error) bool {
+	return anyText(err, func(s string) bool { return strings.HasPrefix(s, brokenHead) })
+}
+
+// anyText reports whether the text of err, or of an error it wraps, matches.
+func anyText(err error, match func(string) bool) bool {
 	for ; err != nil; err = errors.Unwrap(err) {
-		if strings.HasPrefix(err.Error(), brokenHead) {
+		if match(err.Error()) {
 			return true
 		}
 	}

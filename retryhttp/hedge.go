@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/stormguard/retry"
 )
@@ -27,7 +26,7 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
 		d := classify(ctx, a)
 		if se, ok := a.Err.(*StatusError); ok && d.Retry {
-			d = c.retryAfterHeader(se.Header, d)
+			d = c.retryAfter(se.Header, d)
 		}
 		return d
 	}
@@ -53,9 +52,10 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 			// or retries ran out on: the caller's, unread.
 			return resp, tr, nil
 		}
-		drain(resp, c.drainLimit())
+		drain(resp, c.drainLimit(c.req.Context()))
 		if alive { // deferred: the outer loop retries, after the Retry-After
-			return nil, tr, timeoutAware(retry.RetryAfter(err, retryAfterOf(resp, c)))
+			wait := c.retryAfter(resp.Header, retry.Decision{Retry: true}).RetryAfter
+			return nil, tr, timeoutAware(retry.RetryAfter(err, wait))
 		}
 	}
 	if err != nil && tr.Stop() != retry.StopDeferred {
@@ -122,11 +122,6 @@ func (c *call) hedgeHeader(n int) http.Header {
 		h.Set(c.t.AttemptHeader, strconv.Itoa(n))
 	}
 	return h
-}
-
-// retryAfterOf returns the wait resp asks for, within MaxRetryAfter.
-func retryAfterOf(resp *http.Response, c *call) time.Duration {
-	return c.retryAfterHeader(resp.Header, retry.Decision{Retry: true}).RetryAfter
 }
 
 // cancelOnClose is a response body that ends its attempt's ctx when closed.

@@ -266,17 +266,8 @@ func (c *call) unauthorized(loop context.Context, a *attempt) (*attempt, error) 
 	c.resent = true
 	c.status, c.err = a.resp.StatusCode, nil
 	c.logRetry(c.n, statusText(http.StatusUnauthorized)+"; credentials refreshed", 0)
-	a.discard(c.loopDrainLimit(loop))
+	a.discard(c.drainLimit(loop))
 	return c.send(loop)
-}
-
-// loopDrainLimit bounds a drain by drainTimeout and by the loop's deadline.
-func (c *call) loopDrainLimit(loop context.Context) time.Duration {
-	limit := drainTimeout
-	if end, ok := loop.Deadline(); ok {
-		limit = min(limit, end.Sub(clocks.Now(c.clk)))
-	}
-	return limit
 }
 
 // refreshReason names a refresh's error for the log, without its text: a

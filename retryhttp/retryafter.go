@@ -21,12 +21,7 @@ const defaultMaxRetryAfter = time.Minute
 // asked is useless and waiting that long was not allowed. A Retry-After that
 // would pass MaxElapsed or the ctx deadline is left to Do, which gives up at
 // once with retry.ErrDeadline.
-func (c *call) retryAfter(resp *http.Response, d retry.Decision) retry.Decision {
-	return c.retryAfterHeader(resp.Header, d)
-}
-
-// retryAfterHeader is retryAfter on a response's header.
-func (c *call) retryAfterHeader(h http.Header, d retry.Decision) retry.Decision {
+func (c *call) retryAfter(h http.Header, d retry.Decision) retry.Decision {
 	limit := c.t.maxRetryAfter()
 	if v := h.Get("Retry-After"); v != "" {
 		if after, ok := parseRetryAfter(v, clocks.Now(c.clk), limit); ok {

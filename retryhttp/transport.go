@@ -162,33 +162,39 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Budget == nil && t.Budgets != nil {
 		p.Budget = t.Budgets.Get(c.origin())
 	}
+	var resp *http.Response
+	var tr retry.Trace
+	var err error
 	if c.hedgeable() {
-		resp, tr, err := c.roundTripHedged(p)
-		if t.OnDone != nil {
-			t.OnDone(req.Context(), c.summary(tr, resp, err))
-		}
-		returned = true
-		return resp, err
+		resp, tr, err = c.roundTripHedged(p)
+	} else {
+		resp, tr, err = c.roundTrip(p)
 	}
+	if t.OnDone != nil {
+		t.OnDone(req.Context(), c.summary(tr, resp, err))
+	}
+	returned = true
+	return resp, err
+}
+
+// roundTrip is RoundTrip for a request that is not hedged: its attempts,
+// one at a time, through retry.Do.
+func (c *call) roundTrip(p retry.Policy) (*http.Response, retry.Trace, error) {
 	if p.AttemptTimeout > 0 { // a negative one is left for Do to reject
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	}
 	p.Classifier = c.decider(p.Classifier)
 	p.OnRetry = c.onRetry(p.OnRetry)
-	if t.OnDone != nil && p.OnDone == nil {
+	if c.t.OnDone != nil && p.OnDone == nil {
 		// Observed: have Do time the first attempt too, as it does for
 		// an OnDone of its own, so that Summary.Trace spans the request.
 		p.OnDone = func(context.Context, retry.Trace, error) {}
 	}
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
-	tr, err := retry.Do(req.Context(), c.attempt, p)
+	tr, err := retry.Do(c.req.Context(), c.attempt, p)
 	resp, err := c.finish(tr, err)
-	if t.OnDone != nil {
-		t.OnDone(req.Context(), c.summary(tr, resp, err))
-	}
-	returned = true
-	return resp, err
+	return resp, tr, err
 }
 
 // CloseIdleConnections closes the idle connections of Base, if it has a
