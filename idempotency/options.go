@@ -89,6 +89,14 @@ type Options struct {
 	// without end while a handler runs; use retrytest.NewClock, whose
 	// Waits show each renewal's pause, or a *clock.Mock.
 	Clock retry.Clock
+
+	// OnDone, if set, is called once for each request that carries a key,
+	// after its answer is sent, with the request and how it was answered
+	// (see [Summary]). Requests without a key, or with a method outside
+	// Methods, are not reported. It runs on the request's goroutine: keep it
+	// quick. retrydebug.Recorder.RecordIdempotency and
+	// retryotel.Observer.RecordIdempotency fit it.
+	OnDone func(r *http.Request, s Summary)
 }
 
 // DefaultRetryable is the default Options.Retryable. It reports true for

@@ -1,0 +1,86 @@
+package idempotency
+
+import (
+	"time"
+)
+
+// Outcome says how the middleware answered one request that carried a key,
+// for [Options.OnDone]. The set is closed: a switch over it can be
+// exhaustive, and a metric labelled by it stays bounded.
+type Outcome uint8
+
+const (
+	// OutcomeExecuted: the request claimed its key, the handler ran and
+	// its response was saved for replays.
+	OutcomeExecuted Outcome = iota + 1
+
+	// OutcomeReleased: the handler ran but answered a status that
+	// Options.Retryable calls "nothing was done" (or panicked), so its
+	// response was not saved and the key was released for a retry.
+	OutcomeReleased
+
+	// OutcomeReplayed: a saved response was replayed; the handler did not
+	// run.
+	OutcomeReplayed
+
+	// OutcomeInFlight: the same request was still running elsewhere; the
+	// caller was answered 409 with Retry-After.
+	OutcomeInFlight
+
+	// OutcomeMismatch: the key was used before for a different request;
+	// the caller was answered 422.
+	OutcomeMismatch
+
+	// OutcomeRejected: the key or the body was malformed or too large
+	// (400, 413); the store was not asked.
+	OutcomeRejected
+
+	// OutcomeStoreFailed: the store failed, timed out or was full before
+	// the handler could run; the caller was answered 503 and the handler
+	// did not run.
+	OutcomeStoreFailed
+
+	// OutcomeLeaseLost: the handler ran but its claim was taken over (or
+	// could not be saved) so its response was not saved.
+	OutcomeLeaseLost
+)
+
+var outcomeNames = [...]string{
+	OutcomeExecuted:    "executed",
+	OutcomeReleased:    "released",
+	OutcomeReplayed:    "replayed",
+	OutcomeInFlight:    "in_flight",
+	OutcomeMismatch:    "mismatch",
+	OutcomeRejected:    "rejected",
+	OutcomeStoreFailed: "store_failed",
+	OutcomeLeaseLost:   "lease_lost",
+}
+
+// String returns the outcome's name in snake case ("in_flight"), fit for a
+// metric attribute.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Summary describes one keyed request the middleware has answered, for
+// [Options.OnDone]. It holds neither the key nor the scope nor any header:
+// only what is safe to log and bounded in cardinality.
+type Summary struct {
+	Outcome Outcome
+	// Status is the status code the caller was sent.
+	Status int
+	// Elapsed is the time from the request's arrival to its answer, on
+	// Options.Clock.
+	Elapsed time.Duration
+	// StoreTime is the time spent in Store calls for this request (claim,
+	// renewals, complete or release), on Options.Clock.
+	StoreTime time.Duration
+	// StoreCalls counts those calls.
+	StoreCalls int
+	// Err is the store's error for OutcomeStoreFailed and OutcomeLeaseLost,
+	// or nil. Test it with errors.Is.
+	Err error
+}
