@@ -3,7 +3,7 @@ module github.com/stormguard/retry/cmd/stormsim
 go 1.25
 
 require (
-	github.com/stormguard/retry v0.0.0
+	github.com/stormguard/retry v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
@@ -21,5 +21,3 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
-
-replace github.com/stormguard/retry => ../..
