@@ -5,9 +5,10 @@ go 1.26.0
 require (
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/mod v0.37.0
+	golang.org/x/tools v0.47.0
 )
 
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/tools v0.47.0 // indirect
+	golang.org/x/sync v0.21.0 // indirect
 )
