@@ -1,6 +1,6 @@
 module github.com/stormguard/retry/retrygrpc
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/stormguard/retry v0.1.0
@@ -13,7 +13,7 @@ require (
 
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 )
