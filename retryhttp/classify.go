@@ -79,6 +79,9 @@ func classifyError(err error) retry.Decision {
 	no := func(reason string) retry.Decision { return retry.Decision{Reason: reason} }
 	var protocol textproto.ProtocolError
 	switch {
+	case errors.Is(err, errAttemptTimeout):
+		// First: the attempt's own timer ended it, whatever else Base said.
+		return yes("attempt timed out")
 	case errors.Is(err, context.Canceled):
 		return no("canceled")
 	case errors.Is(err, ErrHostHeld):

@@ -37,6 +37,16 @@ func (timeoutError) Error() string        { return "retryhttp: attempt timed out
 func (timeoutError) Timeout() bool        { return true }
 func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
+// attemptTimeoutError is the error of an attempt that its own time limit
+// ended, when Base said more than that its ctx ended: its message keeps what
+// Base said, and it matches both errAttemptTimeout (and so
+// context.DeadlineExceeded) and Base's error.
+type attemptTimeoutError struct{ err error }
+
+func (e *attemptTimeoutError) Error() string   { return errAttemptTimeout.Error() + ": " + e.err.Error() }
+func (e *attemptTimeoutError) Timeout() bool   { return true }
+func (e *attemptTimeoutError) Unwrap() []error { return []error{errAttemptTimeout, e.err} }
+
 // timeoutAware wraps an error for RoundTrip to return, so that it answers
 // Timeout() as its cause does: http.Client's *url.Error and os.IsTimeout ask
 // only the error they wrap, and neither retry's StopError nor its Permanent

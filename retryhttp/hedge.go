@@ -94,7 +94,7 @@ func (c *call) hedgedAttempt(actx context.Context, n int) (*http.Response, error
 			resp.Body.Close()
 		}
 		cancel(errReleased)
-		return nil, err
+		return nil, c.timedOut(actx, err)
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(errReleased) }}
 	c.noteHold(resp)
