@@ -43,6 +43,10 @@ type call struct {
 	status   int            // the latest attempt's status; 0 if it had none
 	err      error          // the latest attempt's error, or its *StatusError
 	decision retry.Decision // what the latest failed attempt was judged
+
+	doneTrace retry.Trace // what the loop ended with, for Transport.OnDone
+	doneErr   error
+	reported  bool // Transport.OnDone has been called
 }
 
 func (t *Transport) newCall(req *http.Request, opts options) *call {

@@ -28,6 +28,7 @@ var (
 	errAttemptTimeout error = timeoutError{}
 
 	errReleased   = errors.New("retryhttp: attempt released")
+	errPanicked   = errors.New("retryhttp: Base or a hook panicked")
 	errNoResponse = errors.New("retryhttp: Base returned neither a response nor an error")
 )
 
