@@ -30,6 +30,11 @@ import (
 //     failed temporarily, and a keep-alive connection that the server
 //     closed as the request went out.
 //
+// A response that [Transport.CheckResponse] failed, whatever its status, is
+// retried unless the error it returned is marked with retry.Permanent (or
+// is a cancellation); its Reason is the status and ", CheckResponse
+// failed".
+//
 // It does not retry any other status (500 and 501 included: wrap it to opt
 // in, see the example), a TLS certificate error, a DNS name that does not
 // exist, a cancellation, or an error it does not know to be transient, such
@@ -64,6 +69,12 @@ func asStatusError(err error) *StatusError {
 
 func classifyStatus(se *StatusError) retry.Decision {
 	reason := statusText(se.StatusCode)
+	if se.Err != nil {
+		// CheckResponse failed the response: a retryable failure unless its
+		// error is marked retry.Permanent, whatever the status.
+		d := retry.DefaultClassifier(context.Background(), retry.Attempt{Err: se.Err})
+		return retry.Decision{Retry: d.Retry, RetryAfter: d.RetryAfter, Reason: reason + ", CheckResponse failed"}
+	}
 	switch se.StatusCode {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

@@ -30,7 +30,8 @@ type Transport struct {
 	// and which failures are worth another: its fields mean what they mean
 	// to retry.Do, with these differences. The Classifier
 	// [DefaultClassifier] sees an attempt answered with a status of 400 or
-	// more as a *StatusError; a status below 400 is a success. AttemptTimeout
+	// more, or failed by CheckResponse, as a *StatusError; any other
+	// response is a success. AttemptTimeout
 	// and MaxElapsed cut an attempt short only until its response headers
 	// arrive, so that the body of the response returned to the caller stays
 	// readable after RoundTrip returns; the request's ctx bounds the rest.
@@ -89,6 +90,22 @@ type Transport struct {
 	// canceled, and their responses drained and closed [none]. Only
 	// Transports without Refresh hedge. See retry.Hedger.
 	Hedger *retry.Hedger
+
+	// CheckResponse, if set, judges every response, whatever its status,
+	// before the Classifier does [none]: for an API that answers a failure
+	// with a 200 and says so in its body (GraphQL's "errors", a legacy
+	// "status": "busy"). head is the start of the body: up to 4 KiB, read
+	// for at most 100ms (less if the body ends, or within the request's
+	// deadlines); the body of a response returned to the caller still
+	// reads from its first byte. CheckResponse must not read or close
+	// resp.Body, nor modify head, and may be called concurrently. A
+	// non-nil error fails the attempt: the Classifier sees a *StatusError
+	// with the status and the error in Err, which [DefaultClassifier]
+	// retries unless the error is marked with retry.Permanent. nil leaves
+	// the response to its status. Every response waits for its peek: set
+	// it on a Transport for an API whose bodies come at once, not for
+	// streams.
+	CheckResponse func(resp *http.Response, head []byte) error
 
 	// OnDone, if set, is called once for each request when RoundTrip is
 	// about to return, with the request's ctx and a [Summary] of it: the
