@@ -23,7 +23,8 @@ import (
 //   - 409 Conflict with a Retry-After header: an idempotency key whose first
 //     request is still running (see package idempotency);
 //   - an attempt that timed out (AttemptTimeout or MaxElapsed ran out while
-//     the caller's ctx was alive), and network timeouts;
+//     the caller's ctx was alive: a timeout whatever error Base returned
+//     for it, context.Canceled included), and network timeouts;
 //   - a connection refused, reset, aborted or closed before or during the
 //     response head (EOF, or a head cut short and so malformed), a broken
 //     pipe, an unreachable host or network, a DNS lookup that timed out or
