@@ -267,3 +267,40 @@ func attemptErrs(tr retry.Trace) []error {
 	}
 	return errs
 }
+
+// Under an outer retry loop, the nested Transport hands an attempt timeout
+// back as a timeout, which the outer loop retries, even from a Base that
+// returns context.Canceled for it.
+func TestAttemptTimeoutUnderAnOuterLoopIsRetried(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				<-r.Context().Done()
+				return
+			}
+			_, _ = io.WriteString(w, "ok")
+		})
+		client := &http.Client{Transport: &retryhttp.Transport{
+			Base:   retrytest.HandlerTransport(h),
+			Policy: retry.Policy{AttemptTimeout: 100 * time.Millisecond},
+		}}
+		var got string
+		tr, err := retry.Do(context.Background(), func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			got = readAll(t, resp.Body)
+			return nil
+		}, retry.Policy{BaseBackoff: time.Millisecond})
+		require.NoError(t, err)
+		assert.Equal(t, "ok", got)
+		assert.Equal(t, []string{"attempt timed out", ""}, reasons(tr))
+	})
+}
