@@ -114,7 +114,7 @@ func (c *call) attempt(loop context.Context) error {
 func (c *call) check(ctx context.Context, resp *http.Response, se *StatusError) *StatusError {
 	var err error
 	if c.t.CheckResponse != nil {
-		err = c.t.CheckResponse(resp, peek(resp, c.bound(ctx, peekTimeout)))
+		err = c.checkResponse(resp, peek(resp, c.bound(ctx, peekTimeout)))
 	}
 	if err == nil && resp.StatusCode < 400 {
 		return nil
@@ -237,6 +237,21 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 		err = retry.Permanent(err)
 	}
 	return nil, timeoutAware(err)
+}
+
+// checkResponse calls CheckResponse. If it panics, it closes the response
+// first, which ends its attempt: a hedged copy's response is then no one's
+// to close.
+func (c *call) checkResponse(resp *http.Response, head []byte) error {
+	returned := false
+	defer func() {
+		if !returned {
+			resp.Body.Close()
+		}
+	}()
+	err := c.t.CheckResponse(resp, head)
+	returned = true
+	return err
 }
 
 // drainLimit bounds a drain by drainTimeout and by ctx's deadline.

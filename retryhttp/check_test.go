@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -183,20 +184,29 @@ func TestCheckResponseUnderAnOuterLoop(t *testing.T) {
 	assert.Equal(t, 2, srv.hits())
 }
 
-// A panic in CheckResponse leaves no body open.
+// A panic in CheckResponse leaves no body open, on the plain path and the
+// hedged one.
 func TestCheckResponsePanicClosesTheBody(t *testing.T) {
 	t.Parallel()
-	var closed atomic.Bool
-	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		resp, err := retrytest.HandlerTransport(body("x")).RoundTrip(req)
-		if err == nil {
-			resp.Body = &closeFlag{ReadCloser: resp.Body, closed: &closed}
-		}
-		return resp, err
-	})
-	tr := &retryhttp.Transport{Base: base, CheckResponse: func(*http.Response, []byte) error { panic("boom") }}
-	require.PanicsWithValue(t, "boom", func() { _, _ = tr.RoundTrip(get(t, "http://svc.test/")) })
-	assert.True(t, closed.Load())
+	for _, hedged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
+			t.Parallel()
+			var closed atomic.Bool
+			base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				resp, err := retrytest.HandlerTransport(body("x")).RoundTrip(req)
+				if err == nil {
+					resp.Body = &closeFlag{ReadCloser: resp.Body, closed: &closed}
+				}
+				return resp, err
+			})
+			tr := &retryhttp.Transport{Base: base, CheckResponse: func(*http.Response, []byte) error { panic("boom") }}
+			if hedged {
+				tr.Hedger = &retry.Hedger{Delay: time.Hour}
+			}
+			require.PanicsWithValue(t, "boom", func() { _, _ = tr.RoundTrip(get(t, "http://svc.test/")) })
+			assert.True(t, closed.Load())
+		})
+	}
 }
 
 type closeFlag struct {
