@@ -24,7 +24,7 @@ func (c *call) hedgeable() bool {
 func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, error) {
 	classify := p.Classifier
 	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
-		d := classify(ctx, a)
+		d, _ := finalIfReplayed(classify(ctx, a), a.Err)
 		if se, ok := a.Err.(*StatusError); ok && d.Retry {
 			d = c.retryAfter(se.Header, d)
 		}
