@@ -172,4 +172,3 @@ func TestFaultsProveExactlyOnceInsideSynctest(t *testing.T) {
 		})
 	}
 }
-

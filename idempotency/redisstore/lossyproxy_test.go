@@ -138,4 +138,3 @@ func (p *lossyProxy) close() {
 	p.mu.Unlock()
 	p.wg.Wait()
 }
-
