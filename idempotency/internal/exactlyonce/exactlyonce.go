@@ -93,11 +93,11 @@ var Scenarios = []Scenario{
 		c.Lease = 30 * time.Millisecond
 		c.Outage = 120 * time.Millisecond
 	})},
-	// Clients give up on an attempt after 20ms; 1% of runs make the order
-	// and then work 80ms, and must not be cut short by the departure.
+	// Clients give up on an attempt after 40ms; 1% of runs make the order
+	// and then work 120ms, and must not be cut short by the departure.
 	{Name: "clients give up mid-request", Config: with(Default, func(c *Config) {
-		c.Slow, c.Work, c.WorkAfter = 0.01, 80*time.Millisecond, true
-		c.AttemptTimeout = 20 * time.Millisecond
+		c.Slow, c.Work, c.WorkAfter = 0.01, 120*time.Millisecond, true
+		c.AttemptTimeout = 40 * time.Millisecond
 	})},
 	{Name: "outer retry.Do around the client", Config: with(Default, func(c *Config) { c.Outer = true })},
 }
