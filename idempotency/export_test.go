@@ -6,9 +6,13 @@ import "net/http"
 var ParseKey = parseKey
 
 // Replay exposes replay to the external tests, for the fuzzer.
-var Replay = replay
+func Replay(w http.ResponseWriter, result []byte) { replay(w, result, nil) }
 
 // EncodeRecord encodes a saved response as the middleware does.
 func EncodeRecord(status int, header http.Header, body []byte) []byte {
 	return (&record{status: status, header: header, body: body}).encode()
 }
+
+// NotSaved exposes notSaved to the external tests: the response headers
+// that are neither saved nor replayed.
+var NotSaved = notSaved

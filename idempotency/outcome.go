@@ -1,6 +1,8 @@
 package idempotency
 
 import (
+	"context"
+	"net/http"
 	"time"
 )
 
@@ -83,4 +85,47 @@ type Summary struct {
 	// Err is the store's error for OutcomeStoreFailed and OutcomeLeaseLost,
 	// or nil. Test it with errors.Is.
 	Err error
+}
+
+// report gathers a keyed request's Summary as the middleware answers it,
+// and hands it to Options.OnDone. A nil *report (no OnDone) does nothing,
+// so that a middleware without the hook pays nothing for it.
+type report struct {
+	start time.Time
+	tally tally
+	s     Summary
+}
+
+// newReport starts the report of a keyed request, or returns nil without
+// an OnDone.
+func (m *Middleware) newReport() *report {
+	if m.opts.OnDone == nil {
+		return nil
+	}
+	return &report{start: m.now()}
+}
+
+// set records how the request was answered.
+func (p *report) set(o Outcome, status int, err error) {
+	if p != nil {
+		p.s.Outcome, p.s.Status, p.s.Err = o, status, err
+	}
+}
+
+// ctx returns parent carrying the report's tally, so that the store calls
+// made with it are counted.
+func (p *report) ctx(parent context.Context) context.Context {
+	if p == nil {
+		return parent
+	}
+	return withTally(parent, &p.tally)
+}
+
+// done calls OnDone. It is deferred, so that a handler's panic is
+// reported too.
+func (p *report) done(m *Middleware, r *http.Request) {
+	p.s.Elapsed = m.now().Sub(p.start)
+	p.s.StoreCalls = int(p.tally.calls.Load())
+	p.s.StoreTime = time.Duration(p.tally.nanos.Load())
+	m.opts.OnDone(r, p.s)
 }
