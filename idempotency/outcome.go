@@ -39,7 +39,8 @@ const (
 
 	// OutcomeStoreFailed: the store failed, timed out or was full before
 	// the handler could run; the caller was answered 503 and the handler
-	// did not run.
+	// did not run. (Or the result the store returned is unreadable: the
+	// caller was answered 500.)
 	OutcomeStoreFailed
 
 	// OutcomeLeaseLost: the handler ran but its claim was taken over (or
@@ -72,7 +73,8 @@ func (o Outcome) String() string {
 // only what is safe to log and bounded in cardinality.
 type Summary struct {
 	Outcome Outcome
-	// Status is the status code the caller was sent.
+	// Status is the status code the caller was sent, or 0 if none was (a
+	// handler that panicked before its response went out).
 	Status int
 	// Elapsed is the time from the request's arrival to its answer, on
 	// Options.Clock.
