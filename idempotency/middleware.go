@@ -147,7 +147,7 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil, 0
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, m.opts.MaxBodyBytes+1))
+	body, err := readGrowing(io.LimitReader(r.Body, m.opts.MaxBodyBytes+1), r.ContentLength)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge), int64(len(body)) > m.opts.MaxBodyBytes:
@@ -156,6 +156,34 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 		return nil, http.StatusBadRequest
 	}
 	return body, 0
+}
+
+// firstRead is the most that readGrowing holds before any byte arrives.
+const firstRead = 512
+
+// readGrowing reads r to its end into a buffer that starts at firstRead
+// bytes, or at the declared length (and a byte to see the end in) if that
+// is smaller, which makes most bodies one allocation of the right size,
+// and grows with what is read, as io.ReadAll does.
+func readGrowing(r io.Reader, declared int64) ([]byte, error) {
+	n := int64(firstRead)
+	if declared > 0 && declared < n {
+		n = declared + 1
+	}
+	b := make([]byte, 0, n)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // replay sends a saved result.

@@ -45,6 +45,10 @@ func timeoutError(op string, d time.Duration) error {
 }
 
 func (b *boundedStore) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (Claim, error) {
+	if b.direct {
+		defer b.count(ctx, b.now())
+		return b.s.Claim(ctx, key, fp, lease)
+	}
 	return call(b, ctx, "claim", func(ctx context.Context) (Claim, error) {
 		return b.s.Claim(ctx, key, fp, lease)
 	}, func(c Claim) {
@@ -59,6 +63,10 @@ func (b *boundedStore) Claim(ctx context.Context, key string, fp []byte, lease t
 }
 
 func (b *boundedStore) Renew(ctx context.Context, key, token string, lease time.Duration) error {
+	if b.direct {
+		defer b.count(ctx, b.now())
+		return b.s.Renew(ctx, key, token, lease)
+	}
 	_, err := call(b, ctx, "renew", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, b.s.Renew(ctx, key, token, lease)
 	}, nil)
@@ -66,6 +74,10 @@ func (b *boundedStore) Renew(ctx context.Context, key, token string, lease time.
 }
 
 func (b *boundedStore) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+	if b.direct {
+		defer b.count(ctx, b.now())
+		return b.s.Complete(ctx, key, token, result, ttl)
+	}
 	_, err := call(b, ctx, "complete", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, b.s.Complete(ctx, key, token, result, ttl)
 	}, nil)
@@ -73,28 +85,24 @@ func (b *boundedStore) Complete(ctx context.Context, key, token string, result [
 }
 
 func (b *boundedStore) Release(ctx context.Context, key, token string) error {
+	if b.direct {
+		defer b.count(ctx, b.now())
+		return b.s.Release(ctx, key, token)
+	}
 	_, err := call(b, ctx, "release", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, b.s.Release(ctx, key, token)
 	}, nil)
 	return err
 }
 
-// call runs fn and returns what it returns, or a timeout error once
+// call runs fn on a goroutine of its own and returns what it returns, or a
+// timeout error once
 // StoreTimeout has passed (on real time: it guards against a hung store),
 // or ctx's error once ctx ends, whichever comes first. A call given up on
 // runs to its end on its goroutine, and late, if it succeeded, is called
 // with its result there.
 func call[T any](b *boundedStore, ctx context.Context, op string, fn func(context.Context) (T, error), late func(T)) (T, error) {
-	start := b.now()
-	if t, _ := ctx.Value(tallyKey{}).(*tally); t != nil {
-		defer func() {
-			t.calls.Add(1)
-			t.nanos.Add(int64(b.now().Sub(start)))
-		}()
-	}
-	if b.direct {
-		return fn(ctx)
-	}
+	defer b.count(ctx, b.now())
 	type result struct {
 		v   T
 		err error
@@ -129,6 +137,15 @@ func call[T any](b *boundedStore, ctx context.Context, op string, fn func(contex
 		return r.v, r.err
 	}
 	return zero, err
+}
+
+// count adds a call that started at start to the tally that ctx carries,
+// if any.
+func (b *boundedStore) count(ctx context.Context, start time.Time) {
+	if t, _ := ctx.Value(tallyKey{}).(*tally); t != nil {
+		t.calls.Add(1)
+		t.nanos.Add(int64(b.now().Sub(start)))
+	}
 }
 
 func (b *boundedStore) now() time.Time {
