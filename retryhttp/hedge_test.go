@@ -67,7 +67,7 @@ func TestKeyedPOSTIsHedgedWithOneKey(t *testing.T) {
 	t.Parallel()
 	var canceled atomic.Int32
 	srv := newServer(t, slowFirst(5*time.Second, &canceled)...)
-	tr := &retryhttp.Transport{Hedger: &retry.Hedger{Delay: 5 * time.Millisecond}, AutoIdempotencyKey: true}
+	tr := &retryhttp.Transport{Hedger: &retry.Hedger{Delay: 5 * time.Millisecond}, AutoIdempotencyKey: true, HedgeWrites: true}
 	resp, err := srv.client(tr).Post(srv.URL, "text/plain", strings.NewReader("order"))
 	require.NoError(t, err)
 	resp.Body.Close()

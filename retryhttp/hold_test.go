@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/holds"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -132,8 +133,9 @@ func TestHoldFailFastAndClear(t *testing.T) {
 		require.NoError(t, err, "the hold has ended")
 		resp.Body.Close()
 
-		// A normal answer clears a hold before its time: a slow request,
-		// in flight when a fresh 503 set the hold, comes back 200.
+		// Only an answer to a request sent after the hold began clears it:
+		// a slow request, in flight when a fresh 503 set the hold, comes
+		// back 200, and the hold stands.
 		throttle.Store(false)
 		slow := make(chan error, 1)
 		slowH := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,9 +163,17 @@ func TestHoldFailFastAndClear(t *testing.T) {
 		require.ErrorIs(t, err, retryhttp.ErrHostHeld, "held")
 		require.NoError(t, <-slow)
 		throttle.Store(false)
+		_, err = tr.RoundTrip(get(t, "http://svc.test/"))
+		require.ErrorIs(t, err, retryhttp.ErrHostHeld, "the 200 of a request sent before the hold began does not clear it")
+		time.Sleep(9 * time.Second)
 		resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
-		require.NoError(t, err, "the slow request's 200 cleared the hold, 9s early")
+		require.NoError(t, err, "the hold's time is up: a probe goes")
 		resp.Body.Close()
+		for range 2 * holds.Probes {
+			resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
+			require.NoError(t, err, "the probe's 200 cleared the hold")
+			resp.Body.Close()
+		}
 	})
 }
 
