@@ -307,7 +307,9 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			}
 			if r.inFlight > 0 {
 				if !hedge.armed() && r.started != maxAttempts && r.inFlight < maxInFlight {
-					hedge.arm(p.Clock, r.h.HedgeDelay(), false) // a replacement, if the others stay slow
+					// A replacement, if the others stay slow; not before the
+					// RetryAfter that the failure asked for.
+					hedge.arm(p.Clock, max(r.h.HedgeDelay(), d.RetryAfter), false)
 				}
 				continue
 			}

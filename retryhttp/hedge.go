@@ -49,9 +49,11 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 	}
 	classify := p.Classifier
 	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
-		if a.Hedged && errors.Is(a.Err, ErrHostHeld) {
-			// A copy that could not be sent: the attempts that run go on.
-			return retry.Decision{Retry: true, Reason: "host held back (Retry-After); copy not sent"}
+		var held *holdError
+		if a.Hedged && errors.As(a.Err, &held) {
+			// A copy that could not be sent: the attempts that run go on,
+			// and no other copy starts before the hold ends.
+			return retry.Decision{Retry: true, RetryAfter: held.left, Reason: "host held back (Retry-After); copy not sent"}
 		}
 		d := classify(ctx, a)
 		if se, ok := a.Err.(*StatusError); ok && d.Retry {
