@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -144,18 +143,21 @@ func (c *call) hedgedAttempt(actx context.Context, n int) (*http.Response, error
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close()
 		}
-		// Our timer, not the caller, ended the attempt: whatever error
-		// Base made of that, it is a timeout.
-		if context.Cause(own) == errAttemptTimeout && !errors.Is(err, errAttemptTimeout) {
-			err = fmt.Errorf("%w: %w", errAttemptTimeout, err)
+		// Our timer (AttemptTimeout on own, MaxElapsed on actx), not the
+		// caller, ended the attempt: whatever error Base made of that, it
+		// is a timeout.
+		timer := actx
+		if context.Cause(own) == errAttemptTimeout {
+			timer = own
 		}
+		err = c.timedOut(timer, err)
 		cancel(errReleased)
 		return nil, err
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(errReleased) }}
 	c.noteHold(resp, sent)
-	if resp.StatusCode >= 400 {
-		return resp, &StatusError{StatusCode: resp.StatusCode, Header: resp.Header}
+	if se := c.check(c.req.Context(), resp, nil); se != nil {
+		return resp, se
 	}
 	return resp, nil
 }
