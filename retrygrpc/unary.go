@@ -101,13 +101,20 @@ func (c *unaryCall) attempt(loop context.Context) error {
 	return err
 }
 
-// withTimeout is context.WithTimeout on clk's time. On an injected clock
-// the attempt's ctx ends when the clock reaches the timeout.
+// withTimeout ends the attempt's ctx after d. On the real clock it is
+// context.WithTimeout, whose deadline grpc sends to the server. On an
+// injected clock a timer on that clock ends it, as a stream attempt's
+// does, and no fake deadline reaches the wire.
 func withTimeout(clk retry.Clock, parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if clk == nil {
 		return context.WithTimeout(parent, d)
 	}
-	return clk.WithDeadline(parent, clk.Now().Add(d))
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := clocks.AfterFunc(clk, d, func() { cancel(errAttemptTimeout) })
+	return ctx, func() {
+		timer.Stop()
+		cancel(errReleased)
+	}
 }
 
 // timedOut reports whether err is the end of an attempt that Do's own
