@@ -185,6 +185,10 @@ func (s *Set) Wait(ctx context.Context, clk retry.Clock, key string, failFast bo
 			s.mu.Unlock()
 			queued, spread = true, h.spread
 			continue
+		case failFast: // the probes are out: it must not wait for them
+			left := h.until.Add(h.spread).Sub(now)
+			s.mu.Unlock()
+			return left, nil
 		default: // wait for the probes
 			wake = h.until.Add(h.spread)
 		}

@@ -164,3 +164,23 @@ func TestHoldOnAFakeClock(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 }
+
+// Fail fast never waits, for a hold or for its probes.
+func TestFailFastNeverWaitsForProbes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var s holds.Set
+		s.Hold("a", time.Now(), 4*time.Second)
+		time.Sleep(4 * time.Second)
+		for range holds.Probes {
+			left, err := s.Wait(context.Background(), nil, "a", true)
+			require.NoError(t, err)
+			assert.Zero(t, left, "a probe goes")
+		}
+		start := time.Now()
+		left, err := s.Wait(context.Background(), nil, "a", true)
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, left, "the probes are out: held until they answer, or the spread ends")
+		assert.Zero(t, time.Since(start))
+	})
+}
