@@ -164,15 +164,18 @@ func (h *Hedger) observe(d time.Duration) {
 //
 // p applies as to Do: MaxAttempts counts every attempt, hedges and retries
 // alike; an error the Classifier will not retry ends the call at once, and
-// one it would retry lets the others run (and, after the hedge delay, a
-// replacement start); when none is left running, Do's rules take over (a
-// wait, then a retry, or a stop). Each hedge costs its Budget a token, as a
-// retry does, and an exhausted Budget stops new hedges without canceling
-// those that run. The Trace records every attempt, those started as hedges
+// one it would retry lets the others run (and, after the hedge delay or
+// the failure's RetryAfter, whichever is longer, a replacement start); when
+// none is left running, Do's rules take over (a wait, then a retry, or a
+// stop). Each hedge costs its Budget a token, as a retry does, and one of
+// the Hedger's MaxFraction; when either runs out, no new hedge starts, and
+// those that run are not canceled. The Trace records every attempt, those started as hedges
 // marked Hedged; the winner is the attempt whose Err is nil, and the
 // attempts still running when it won end with context.Canceled and the
-// Reason "lost the race". OnDone fires once. A panic in op is raised again
-// in the caller's goroutine.
+// Reason "lost the race". OnDone fires once, with every attempt made, a
+// panic included. A panic in op is raised again in the caller's goroutine.
+// Each attempt's ctx carries the mark of a retry loop, as Do's op ctx does,
+// so that a Do inside op makes one attempt and leaves retrying to Hedge.
 func Hedge(ctx context.Context, h *Hedger, op func(context.Context) error, p Policy) (Trace, error) {
 	if op == nil {
 		return Trace{stop: StopInvalid}, errNilOp
