@@ -402,3 +402,22 @@ func TestHedgeOnDoneKeepsTheAttemptsAfterAPanic(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// A retry loop inside a hedged op defers to Hedge, as one inside Do's op
+// defers to Do: 3 attempts in all, not 3 × 3.
+func TestRetryLoopInsideAHedgedOpDefers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		op := func(ctx context.Context) error {
+			_, err := retry.Do(ctx, func(context.Context) error {
+				calls.Add(1)
+				return errUnavailable
+			}, retry.Policy{MaxAttempts: 3, BaseBackoff: time.Millisecond})
+			return err
+		}
+		_, err := retry.Hedge(context.Background(), &retry.Hedger{Delay: time.Hour}, op, retry.Policy{MaxAttempts: 3, BaseBackoff: time.Millisecond})
+		require.ErrorIs(t, err, retry.ErrExhausted)
+		assert.Equal(t, int32(3), calls.Load(), "one retry owner")
+	})
+}
