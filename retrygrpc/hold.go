@@ -25,10 +25,10 @@ var ErrTargetHeld = errors.New("retrygrpc: target asked to hold back (pushback)"
 //
 // Held attempts wait until the delay ends. Then three go first as probes,
 // and the others wait for what they learn: a probe that gets another
-// pushback renews the hold; one that is answered clears it, and the others
+// pushback renews the hold; one that succeeds clears it, and the others
 // go, each after a random share of a quarter of the hold (at most 5s), so
 // that they do not come back as one burst; if no probe has answered by
-// then, they go anyway, so every hold ends by time. Only the answer to an
+// then, they go anyway, so every hold ends by time. Only the success of an
 // attempt sent after the hold began clears it. A call that cannot wait for
 // the hold (its MaxElapsed or ctx deadline comes first; AttemptTimeout does
 // not count, since a held attempt has not started) fails at once with
