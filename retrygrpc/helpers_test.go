@@ -45,7 +45,7 @@ type reply struct {
 	pushback  []string      // values of the grpc-retry-pushback-ms trailer
 	retryInfo time.Duration // a google.rpc.RetryInfo detail, if positive
 	block     bool          // wait for the call's ctx to end, then end with its status
-	header    bool          // streams: send the response header first
+	header    bool          // send the response header first
 	messages  int           // server streams: messages sent before the status
 	pause     time.Duration // server streams: pause before each message after the first
 }
@@ -139,6 +139,11 @@ func (r reply) end(ctx context.Context, setTrailer func(metadata.MD)) error {
 
 func (s *server) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	r := s.next(ctx, unaryMethod, string(req.GetPayload().GetBody()))
+	if r.header {
+		if err := grpc.SendHeader(ctx, metadata.Pairs("attempt", "header")); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.end(ctx, func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }); err != nil {
 		return nil, err
 	}

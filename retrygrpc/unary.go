@@ -6,6 +6,7 @@ import (
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/clocks"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // UnaryClientInterceptor returns an interceptor that makes a unary call
@@ -48,9 +49,10 @@ type unaryCall struct {
 	call
 	req, reply any
 	invoker    grpc.UnaryInvoker
-	opts       []grpc.CallOption // the caller's, and one that fetches the trailer
-	optsBuf    [4]grpc.CallOption
-	n          int // attempts started
+	opts       []grpc.CallOption // the caller's, and those that fetch the header and trailer
+	optsBuf    [5]grpc.CallOption
+	n          int         // attempts started
+	header     metadata.MD // the latest attempt's response header; nil if none came
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -65,6 +67,11 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	// one pointer, so it goes into the interface without an allocation,
 	// and the list fits c's own array unless the caller passes many.
 	c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer))
+	if c.idempotent {
+		// The header tells whether the call committed (gRFC A6); a call
+		// that gets one attempt anyway need not pay for its copy.
+		c.opts = append(c.opts, grpc.Header(&c.header))
+	}
 	tr, err := retry.Do(ctx, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
@@ -73,15 +80,20 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 // attempt is Do's op: one call of the method.
 func (c *unaryCall) attempt(loop context.Context) error {
 	c.n++
-	c.trailer = nil
+	c.trailer, c.header = nil, nil
 	if err := c.awaitHold(loop); err != nil {
 		return err
 	}
-	err := c.invoker(withAttemptHeader(loop, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	ctx, release := c.wireCtx(loop)
+	err := c.invoker(withAttemptHeader(ctx, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	ranOut := release()
+	// A6: once a response header has come, the call has committed, and
+	// whatever ends it is not retried.
+	c.answered = err != nil && c.header != nil
 	switch {
 	case err == nil:
 		c.clearHold()
-	case c.timedOut(loop, err):
+	case ranOut || c.timedOut(loop, err):
 		err = newTimeoutError(err)
 	}
 	return err
