@@ -48,6 +48,7 @@ type reply struct {
 	header    bool          // send the response header first
 	messages  int           // server streams: messages sent before the status
 	pause     time.Duration // server streams: pause before each message after the first
+	delay     time.Duration // server streams: pause before the first message
 }
 
 // fail is a reply that ends with code.
@@ -167,9 +168,13 @@ func (s *server) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, s
 		}
 	}
 	for i := range r.messages {
-		if i > 0 && r.pause > 0 {
+		wait := r.pause
+		if i == 0 {
+			wait = r.delay
+		}
+		if wait > 0 {
 			select {
-			case <-time.After(r.pause):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return status.FromContextError(ctx.Err()).Err()
 			}
