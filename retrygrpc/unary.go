@@ -23,11 +23,13 @@ import (
 // attempt's status error. Every attempt sends the same request message. A
 // server's grpc-retry-pushback-ms trailer or google.rpc.RetryInfo detail
 // sets the least wait before the next attempt, and a negative or malformed
-// pushback stops the retries (see the package doc).
+// pushback stops the retries (see the package doc). A call whose response
+// header came before it failed has committed (gRFC A6) and is not retried.
 //
 // The fields of p mean what they mean to retry.Do: attempts, backoff and
 // jitter, MaxElapsed, AttemptTimeout (each attempt gets a ctx deadline of
-// its own, which grpc sends to the server), Budget, OnRetry, OnDone, Clock.
+// its own, which grpc sends to the server as the time left, on whatever
+// clock the Policy uses), Budget, OnRetry, OnDone, Clock.
 // A call inside another retry loop (a retry.Do whose op makes the call)
 // makes one attempt and leaves retrying to that loop. [CallPolicy] replaces
 // p for one call, and [WithTrace] hands the call's retry.Trace back.
