@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,11 @@ type server struct {
 
 	arrived chan struct{} // a value for each call, for tests that act on an attempt under way
 
+	// failFirst, if set, fails the first failFirst attempts of every call
+	// with UNAVAILABLE, counted by grpc-previous-rpc-attempts, before the
+	// script answers.
+	failFirst int
+
 	mu     sync.Mutex
 	script []reply
 	calls  []seen
@@ -91,6 +97,15 @@ func (s *server) next(ctx context.Context, method, payload string) reply {
 	select {
 	case s.arrived <- struct{}{}:
 	default:
+	}
+	if s.failFirst > 0 {
+		before := 0 // attempts of this call before this one
+		if len(c.previous) > 0 {
+			before, _ = strconv.Atoi(c.previous[0])
+		}
+		if before < s.failFirst {
+			return fail(codes.Unavailable)
+		}
 	}
 	if len(s.script) == 0 {
 		return reply{}

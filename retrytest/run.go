@@ -6,12 +6,14 @@ import (
 
 // idleTick and idleTicks set how long nothing must happen on a Clock, in
 // real time, while calls run under Run, before Run moves it to its next
-// deadline: three ticks in a row, so that a process that was not scheduled
-// for a while (a loaded CI machine) gets a tick to catch up before time
-// jumps.
+// deadline: half a second, in ticks, so that a process that was not
+// scheduled for a while (a loaded CI machine) gets ticks to catch up
+// before time jumps. Shorter spells timed out healthy calls: 200
+// concurrent gRPC calls under -race on a loaded machine can go 60ms
+// without touching the clock.
 const (
-	idleTick  = 20 * time.Millisecond
-	idleTicks = 3
+	idleTick  = 50 * time.Millisecond
+	idleTicks = 10
 )
 
 // Run calls f, on the calling goroutine, as one of the calls that c keeps
@@ -23,11 +25,11 @@ const (
 // one of them is in a wait of Do (a backoff, a server's Retry-After), time
 // jumps to the end of the earliest wait, as it does in a testing/synctest
 // bubble: a call never sees the waits of another, and the Trace of each
-// shows its own waits only. And when nothing happens on c for about 50ms of
-// real time (no wait or deadline set, ended or released), as when an
-// attempt hangs on a real server, time jumps to the next deadline set on c
-// (an AttemptTimeout, a MaxElapsed), so that the attempt ends by its
-// timeout and a test cannot hang for its whole -timeout. A call that
+// shows its own waits only. And when nothing happens on c for half a
+// second of real time (no wait or deadline set, ended or released), as
+// when an attempt hangs on a real server, time jumps to the next deadline
+// set on c (an AttemptTimeout, a MaxElapsed), so that the attempt ends by
+// its timeout and a test cannot hang for its whole -timeout. A call that
 // hangs with no deadline on c hangs as it would in production.
 //
 // Between those jumps time stands still, so the real time an attempt takes
