@@ -2,7 +2,8 @@ package retrygrpc
 
 import (
 	"context"
-	"time"
+
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // wireCtx returns the ctx with which a unary attempt is sent, and a func
@@ -25,9 +26,8 @@ func (c *unaryCall) wireCtx(loop context.Context) (context.Context, func() bool)
 	if own, mine := c.ctx.Deadline(); mine && own.Equal(end) {
 		return loop, noTimeout // the caller's deadline: a real time already
 	}
-	left := end.Sub(c.clk.Now())
 	base, cancel := context.WithCancelCause(c.ctx)
-	own, stopDeadline := context.WithDeadlineCause(base, time.Now().Add(left), errAttemptTimeout)
+	own, stopDeadline := context.WithDeadlineCause(base, clocks.Real(c.clk, end), errAttemptTimeout)
 	stop := context.AfterFunc(loop, func() { cancel(errAttemptTimeout) })
 	return &ownedCtx{Context: own, loop: loop}, func() bool {
 		stop()
