@@ -88,6 +88,13 @@ func TestBudgetSizing(t *testing.T) {
 		assert.LessOrEqual(t, failed[[2]float64{f, 100}], failed[[2]float64{f, 0}]+1,
 			"NewBudget(100, 0.1) at %g%% failures", f*100)
 	}
+	// The price of the larger bucket: a dead service gets under
+	// maxTokens/2 retries before the Budget refuses the rest.
+	b, err := retry.NewBudget(100, 0.1)
+	require.NoError(t, err)
+	dead, _ := attemptsPerCall(t, 10000, flakyAt(1, 1), b)
+	t.Logf("attempts per call against a dead service with NewBudget(100, 0.1): %.4f", dead)
+	assert.LessOrEqual(t, dead, 1+50.0/10000, "NewBudget(100, 0.1) against a dead service")
 	// And it still sheds load past the threshold: far fewer attempts per
 	// call than 4 attempts' worth of retries.
 	for _, size := range sizes {
