@@ -46,7 +46,9 @@ func TestHedgedGETTakesTheFasterCopy(t *testing.T) {
 	assert.Equal(t, 2, srv.hits())
 	assert.Equal(t, 2, trace.Attempts())
 	assert.Equal(t, retry.StopSuccess, trace.Stop())
-	assert.Equal(t, []string{"1", "2"}, []string{srv.requests()[0].header.Get("Retry-Attempt"), srv.requests()[1].header.Get("Retry-Attempt")})
+	// Under load the second copy can reach the server first (each dials a
+	// connection of its own): which arrives first is not the point.
+	assert.ElementsMatch(t, []string{"1", "2"}, []string{srv.requests()[0].header.Get("Retry-Attempt"), srv.requests()[1].header.Get("Retry-Attempt")})
 	require.Eventually(t, func() bool { return canceled.Load() == 1 }, watchdog, time.Millisecond, "the slow copy was canceled")
 }
 
