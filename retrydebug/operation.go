@@ -48,6 +48,7 @@ type operation struct {
 	next     int          // ring slot of the next call
 	calls    uint64
 	attempts uint64
+	retried  uint64 // retries, summed per call: a call with no attempt adds none
 	retries  [retryBuckets]uint64
 	stops    [stopSlots]uint64
 	elapsed  histogram
@@ -90,6 +91,7 @@ func (o *operation) record(name string, t *retry.Trace, status int, at time.Time
 
 	o.calls++
 	o.attempts += uint64(attempts)
+	o.retried += uint64(max(attempts-1, 0))
 	o.retries[min(max(attempts-1, 0), retryBuckets-1)]++
 	o.stops[min(int(t.Stop()), stopSlots-1)]++
 	o.elapsed.add(elapsed)

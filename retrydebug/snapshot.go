@@ -25,7 +25,10 @@ type Operation struct {
 	Other    bool  `json:"other"`
 	Calls    int64 `json:"calls"`
 	Attempts int64 `json:"attempts"`
-	Retries  int64 `json:"retries"` // Attempts − Calls
+	// Retries is the sum of each call's retries, its attempts after the
+	// first. A call that made no attempt (its ctx had ended before Do
+	// began) adds none, so Retries is never negative.
+	Retries int64 `json:"retries"`
 	// RetriesPerCall[i] counts the calls that made i retries; the last
 	// element counts those that made that many or more.
 	RetriesPerCall []int64 `json:"retries_per_call"`
@@ -139,7 +142,7 @@ func (o *operation) snapshot(withCalls bool) Operation {
 		Other:          o.other,
 		Calls:          int64(o.calls),
 		Attempts:       int64(o.attempts),
-		Retries:        int64(o.attempts - o.calls),
+		Retries:        int64(o.retried),
 		RetriesPerCall: make([]int64, retryBuckets),
 		Stops:          make(map[string]int64),
 		Elapsed: Percentiles{
