@@ -18,7 +18,7 @@
 //	retry.calls             counter    {call}     calls, by outcome
 //	retry.call.attempts     histogram  {attempt}  attempts per call, the first included
 //	retry.call.retries      histogram  {retry}    retries per call; not recorded for a call without retries
-//	retry.call.retry_delay  histogram  s          time spent waiting between attempts; likewise
+//	retry.call.retry_delay  histogram  s          time spent with no attempt running (not hedge delays); likewise
 //	retry.call.duration     histogram  s          the call's retry.Trace.Elapsed
 //
 // Each carries two attributes and no other: retry.operation, the name given
