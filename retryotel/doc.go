@@ -22,8 +22,9 @@
 //	retry.call.duration     histogram  s          the call's retry.Trace.Elapsed
 //
 // Each carries two attributes and no other: retry.operation, the name given
-// to OnDone or the request's retryhttp.Summary.Name (a route, or method and
-// origin, never a path), and retry.outcome, one value per retry.StopReason:
+// to OnDone, or a request's route (retryhttp.WithRoute) or else its method
+// ("GET"; "HTTP" for a method the HTTP semantic conventions do not know),
+// never its host or path, and retry.outcome, one value per retry.StopReason:
 // ok, not_retried, attempts_exhausted, deadline, budget_exhausted,
 // context_done, deferred, panicked. Never a URL with ids, never an error's
 // text. An Observer tells apart at most 100 operation names (see
@@ -36,7 +37,8 @@
 //
 // # Traces
 //
-// Each call is one span, named after its operation, with one event per
+// Each call is one span, named after its operation ("_OTHER" past the cap,
+// as in the metrics, so that span names are bounded too), with one event per
 // attempt (retry.attempt: retry.attempt.number, retry.attempt.wait in
 // seconds, retry.attempt.outcome ok, retried or failed, and the fixed
 // retry.attempt.reason of a failure). The span's status is Error for any

@@ -2,6 +2,8 @@ package retryotel
 
 import (
 	"context"
+	"net"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -39,23 +41,57 @@ const AttemptEventName = "retry.attempt"
 // work; an instrumented HTTP Base makes the client spans of its attempts.
 var internal = trace.WithSpanKind(trace.SpanKindInternal)
 
+// callInfo is what a call's span carries besides its Trace: for an HTTP
+// request, its method, origin and status.
+type callInfo struct {
+	http   bool
+	method string
+	origin string
+	status int
+}
+
+// setAttributes sets the attributes of info on span.
+func (info callInfo) setAttributes(span trace.Span) {
+	if !info.http {
+		return
+	}
+	span.SetAttributes(methodKey.String(httpMethod(info.method)))
+	if host := hostOf(info.origin); host != "" {
+		span.SetAttributes(serverAddressKey.String(host))
+	}
+	if info.status != 0 {
+		span.SetAttributes(statusCodeKey.Int(info.status))
+	}
+}
+
+// hostOf returns the host of an origin, scheme://host[:port], without its
+// port: the semantic conventions' server.address.
+func hostOf(origin string) string {
+	_, host, ok := strings.Cut(origin, "://")
+	if !ok {
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.Trim(host, "[]")
+}
+
 // recordSpan records the span of one call, after the fact: the hook runs
 // when the call has ended, so the span takes its times from the Trace.
-func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, name string, t *retry.Trace, status int) {
+func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, t *retry.Trace, info callInfo) {
 	if ins.tracer == nil {
 		return
 	}
 	start, end := spanTimes(t)
-	_, span := ins.tracer.Start(ctx, name, trace.WithTimestamp(start), internal)
+	_, span := ins.tracer.Start(ctx, op.name, trace.WithTimestamp(start), internal)
 	if !span.IsRecording() { // no SDK, or not sampled: pay for nothing more
 		span.End()
 		return
 	}
 	n := t.Attempts()
 	span.SetAttributes(OperationKey.String(op.name), OutcomeKey.String(outcomes[oc]), AttemptsKey.Int(n))
-	if status != 0 {
-		span.SetAttributes(statusCodeKey.Int(status))
-	}
+	info.setAttributes(span)
 	for a := range t.All() {
 		at := a.Start
 		if at.IsZero() {
