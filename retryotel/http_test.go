@@ -69,8 +69,8 @@ func TestRecordHTTP(t *testing.T) {
 		calls[[2]string{p.attrs["retry.operation"], p.attrs["retry.outcome"]}] += p.sum
 	}
 	assert.Equal(t, map[[2]string]float64{
-		{"GET /users/{id}/orders", "ok"}:                 2,
-		{"GET", "attempts_exhausted"}:                    1,
+		{"GET /users/{id}/orders", "ok"}: 2,
+		{"GET", "attempts_exhausted"}:    1,
 	}, calls)
 
 	spans := s.spans.Ended()
