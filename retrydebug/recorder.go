@@ -53,8 +53,8 @@ type Recorder struct {
 	budgets []namedBudget
 }
 
-// httpKey is what [retryhttp.Summary.Name] is made of, so that a Summary is
-// looked up without building its name.
+// httpKey is what a request's operation name is made of, so that a
+// Summary is looked up without building its name.
 type httpKey struct{ route, method, origin string }
 
 type namedBudget struct {
@@ -94,8 +94,9 @@ func (r *Recorder) OnDone(name string) func(ctx context.Context, t retry.Trace, 
 }
 
 // RecordHTTP records a request that a [retryhttp.Transport] has finished,
-// under its [retryhttp.Summary.Name]: the route given with
-// retryhttp.WithRoute, or else its method and origin. It has the type of
+// under the route given with retryhttp.WithRoute, or else its method and
+// origin ("GET https://api.example"; a method that the HTTP semantic
+// conventions do not know reads as "HTTP"). It has the type of
 // [retryhttp.Transport.OnDone]:
 //
 //	transport.OnDone = rec.RecordHTTP
@@ -105,13 +106,13 @@ func (r *Recorder) OnDone(name string) func(ctx context.Context, t retry.Trace, 
 func (r *Recorder) RecordHTTP(_ context.Context, s retryhttp.Summary) {
 	k := httpKey{route: s.Route}
 	if s.Route == "" {
-		k.method, k.origin = s.Method, s.Origin
+		k.method, k.origin = httpMethod(s.Method), s.Origin
 	}
 	r.mu.RLock()
 	op := r.byHTTP[k]
 	r.mu.RUnlock()
 	if op == nil {
-		name := s.Name()
+		name := httpName(&s)
 		op = r.operation(name)
 		if op.other { // not cached: the overflow bucket's names are unbounded
 			op.record(name, &s.Trace, s.Status, time.Now())
