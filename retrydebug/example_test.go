@@ -124,3 +124,22 @@ func ExampleRecorder_Budget() {
 	// Output:
 	// [{payments 7}]
 }
+
+// A Recorder records gRPC calls through retrygrpc.WithOnDone, which hands
+// its hook a Summary; RecordGRPC takes the Summary's parts, so that this
+// package does not depend on grpc. Here a call is fed by hand:
+//
+//	retrygrpc.WithOnDone(func(ctx context.Context, s retrygrpc.Summary) {
+//		rec.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
+//	})
+func ExampleRecorder_RecordGRPC() {
+	rec := retrydebug.NewRecorder(0, 0)
+	tr, _ := retrytest.Do(context.Background(), retrytest.Script(errors.New("unavailable")).Call, retry.Policy{})
+	const ok = 0 // codes.OK
+	rec.RecordGRPC(context.Background(), "/inventory.v1.Stock/Get", ok, tr)
+
+	c := rec.Snapshot().Operations[0].Recent[0]
+	fmt.Println(c.Name, c.Attempts, "attempts,", c.GRPCCode)
+	// Output:
+	// inventory.v1.Stock/Get 2 attempts, OK
+}

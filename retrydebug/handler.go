@@ -31,8 +31,8 @@ const (
 // [Operation], as JSON.
 //
 // Nothing shown comes from an error's message, a header or a query: only
-// operation names, numbers, stop reasons, HTTP statuses and the Trace's
-// short fixed reasons. It answers GET and HEAD only.
+// operation names, numbers, stop reasons, HTTP statuses, gRPC codes and
+// the Trace's short fixed reasons. It answers GET and HEAD only.
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

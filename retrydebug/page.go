@@ -176,6 +176,9 @@ func newCallRow(c Call, longest time.Duration) callRow {
 	if c.Status != 0 {
 		out = append(out, "HTTP "+strconv.Itoa(c.Status))
 	}
+	if c.GRPCCode != "" {
+		out = append(out, "gRPC "+c.GRPCCode)
+	}
 	if c.Reason != "" && c.Stop != retry.StopSuccess.String() && !strings.HasPrefix(c.Reason, strconv.Itoa(c.Status)+" ") {
 		out = append(out, c.Reason)
 	}

@@ -89,7 +89,7 @@ func (r *Recorder) limits() (calls, ops int) {
 func (r *Recorder) OnDone(name string) func(ctx context.Context, t retry.Trace, err error) {
 	op := r.operation(name)
 	return func(_ context.Context, t retry.Trace, _ error) {
-		op.record(name, &t, 0, time.Now())
+		op.record(name, &t, answer{}, time.Now())
 	}
 }
 
@@ -115,7 +115,7 @@ func (r *Recorder) RecordHTTP(_ context.Context, s retryhttp.Summary) {
 		name := httpName(&s)
 		op = r.operation(name)
 		if op.other { // not cached: the overflow bucket's names are unbounded
-			op.record(name, &s.Trace, s.Status, time.Now())
+			op.record(name, &s.Trace, answer{status: s.Status}, time.Now())
 			return
 		}
 		r.mu.Lock()
@@ -125,13 +125,13 @@ func (r *Recorder) RecordHTTP(_ context.Context, s retryhttp.Summary) {
 		r.byHTTP[k] = op // at most two keys per named operation: bounded
 		r.mu.Unlock()
 	}
-	op.record(op.name, &s.Trace, s.Status, time.Now())
+	op.record(op.name, &s.Trace, answer{status: s.Status}, time.Now())
 }
 
 // Record records a call that ended with Trace t under name, for code that
 // has a Trace in hand rather than a hook.
 func (r *Recorder) Record(name string, t retry.Trace) {
-	r.operation(name).record(name, &t, 0, time.Now())
+	r.operation(name).record(name, &t, answer{}, time.Now())
 }
 
 // Budget registers b under name, so that the page shows its tokens: a

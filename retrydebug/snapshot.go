@@ -67,6 +67,9 @@ type Call struct {
 	Stop           string        `json:"stop"`             // retry.StopReason's text: "ok", "attempts exhausted", …
 	GaveUp         bool          `json:"gave_up"`          // as for Operation.GaveUp
 	Status         int           `json:"status,omitempty"` // the HTTP status, for a retryhttp request that got a response
+	// GRPCCode is the gRPC status code's name, for a call recorded with
+	// [Recorder.RecordGRPC]: "OK", "UNAVAILABLE", …
+	GRPCCode string `json:"grpc_code,omitempty"`
 	// Reason is the last attempt's retry.Attempt.Reason: a short, fixed
 	// text such as "503 Service Unavailable", never an error's message.
 	Reason string `json:"reason,omitempty"`
@@ -180,7 +183,8 @@ func (o *operation) snapshot(withCalls bool) Operation {
 			Elapsed:        r.elapsed,
 			Stop:           r.stop.String(),
 			GaveUp:         gaveUp(r.stop),
-			Status:         r.status,
+			Status:         r.answer.status,
+			GRPCCode:       r.answer.grpcCode(),
 			Reason:         r.reason,
 		})
 	}

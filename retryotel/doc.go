@@ -1,12 +1,18 @@
-// Package retryotel records the calls of package retry and of package
-// retryhttp as OpenTelemetry metrics and spans.
+// Package retryotel records the calls of package retry, of package
+// retryhttp and of package retrygrpc as OpenTelemetry metrics and spans.
 //
 // An [Observer] is wired in one line, to a retry.Policy or to a
-// retryhttp.Transport:
+// retryhttp.Transport, and in one hook to the retrygrpc interceptors:
 //
 //	obs, err := retryotel.New() // the global MeterProvider and TracerProvider
 //	p.OnDone = obs.OnDone("inventory.get")
 //	transport.OnDone = obs.RecordHTTP
+//	retrygrpc.WithOnDone(func(ctx context.Context, s retrygrpc.Summary) {
+//		obs.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
+//	})
+//
+// [Observer.RecordGRPC] takes a Summary's parts rather than the Summary, so
+// that a program that uses this package for HTTP alone does not build grpc.
 //
 // # Metrics
 //
@@ -22,9 +28,10 @@
 //	retry.call.duration     histogram  s          the call's retry.Trace.Elapsed
 //
 // Each carries two attributes and no other: retry.operation, the name given
-// to OnDone, or a request's route (retryhttp.WithRoute) or else its method
+// to OnDone, a request's route (retryhttp.WithRoute) or else its method
 // ("GET"; "HTTP" for a method the HTTP semantic conventions do not know),
-// never its host or path, and retry.outcome, one value per retry.StopReason:
+// never its host or path, or a gRPC call's method
+// ("pkg.Service/Method"), and retry.outcome, one value per retry.StopReason:
 // ok, not_retried, attempts_exhausted, deadline, budget_exhausted,
 // context_done, deferred, panicked. Never a URL with ids, never an error's
 // text. An Observer tells apart at most 100 operation names (see

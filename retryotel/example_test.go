@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retrygrpc"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retryotel"
 	"github.com/stormguard/retry/retrytest"
@@ -105,4 +106,31 @@ func ExampleNew() {
 	inventory := retry.Policy{MaxAttempts: 3, OnDone: obs.OnDone("inventory.get")}
 	client := &http.Client{Transport: &retryhttp.Transport{OnDone: obs.RecordHTTP}}
 	_, _ = inventory, client
+}
+
+// An Observer records gRPC calls through retrygrpc.WithOnDone: one span per
+// call, named by its method, with the call's status code.
+func ExampleObserver_RecordGRPC() {
+	spans := tracetest.NewSpanRecorder()
+	tracers := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tracers.Shutdown(context.Background())
+	obs, err := retryotel.New(retryotel.WithTracerProvider(tracers))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Installed with grpc.WithChainUnaryInterceptor on a ClientConn.
+	_ = retrygrpc.UnaryClientInterceptor(retry.Policy{}, retrygrpc.WithOnDone(func(ctx context.Context, s retrygrpc.Summary) {
+		obs.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
+	}))
+
+	// What that hook does for a call that was retried once, then ended
+	// UNAVAILABLE (code 14).
+	tr, _ := retrytest.Do(context.Background(), retrytest.Always(errors.New("unavailable")).Call, retry.Policy{MaxAttempts: 2})
+	obs.RecordGRPC(context.Background(), "/inventory.v1.Stock/Get", 14, tr)
+
+	span := spans.Ended()[0]
+	fmt.Println(span.Name(), span.Status().Description, len(span.Events()), "attempts")
+	// Output:
+	// inventory.v1.Stock/Get attempts_exhausted 2 attempts
 }

@@ -42,16 +42,23 @@ const AttemptEventName = "retry.attempt"
 var internal = trace.WithSpanKind(trace.SpanKindInternal)
 
 // callInfo is what a call's span carries besides its Trace: for an HTTP
-// request, its method, origin and status.
+// request, its method, origin and status; for a gRPC call, its method and
+// status code.
 type callInfo struct {
 	http   bool
+	grpc   bool
 	method string
 	origin string
 	status int
+	code   uint32
 }
 
 // setAttributes sets the attributes of info on span.
 func (info callInfo) setAttributes(span trace.Span) {
+	if info.grpc {
+		span.SetAttributes(info.grpcAttributes()...)
+		return
+	}
 	if !info.http {
 		return
 	}
