@@ -87,7 +87,10 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		for _, op := range r.operations() {
 			p.Rows = append(p.Rows, newRow(op.snapshot(false), refreshParam))
 		}
-		p.Budgets = r.Snapshot().Budgets
+		p.Budgets = r.budgetTokens()
+		for _, route := range r.idempotencyRoutes() {
+			p.Idem = append(p.Idem, newIdemRow(route))
+		}
 	}
 	if err := pageTemplate.Execute(&body, p); err != nil {
 		http.Error(w, "rendering failed", http.StatusInternalServerError)

@@ -51,6 +51,9 @@ type Recorder struct {
 	byHTTP  map[httpKey]*operation // Summaries already resolved, so that naming one allocates nothing
 	other   *operation
 	budgets []namedBudget
+
+	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
+	otherRoute *idemRoute
 }
 
 // httpKey is what a request's operation name is made of, so that a

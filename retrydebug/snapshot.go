@@ -15,6 +15,10 @@ type Snapshot struct {
 	Operations []Operation `json:"operations"`
 	// Budgets, in the order they were registered.
 	Budgets []BudgetTokens `json:"budgets"`
+	// Idempotency has the keyed requests of the routes recorded with
+	// [Recorder.RecordIdempotency], by route, with the overflow bucket,
+	// if any, last.
+	Idempotency []IdempotencyRoute `json:"idempotency"`
 }
 
 // Operation is the record of one operation name.
@@ -89,7 +93,7 @@ func gaveUp(s retry.StopReason) bool {
 // Snapshot returns a copy of what r holds now.
 func (r *Recorder) Snapshot() Snapshot {
 	ops := r.operations()
-	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens()}
+	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))
 	}
@@ -148,13 +152,8 @@ func (o *operation) snapshot(withCalls bool) Operation {
 		Retries:        int64(o.retried),
 		RetriesPerCall: make([]int64, retryBuckets),
 		Stops:          make(map[string]int64),
-		Elapsed: Percentiles{
-			P50: o.elapsed.quantile(0.50),
-			P95: o.elapsed.quantile(0.95),
-			P99: o.elapsed.quantile(0.99),
-			Max: o.elapsed.max,
-		},
-		Recent: []Call{},
+		Elapsed:        o.elapsed.percentiles(),
+		Recent:         []Call{},
 	}
 	for i, n := range o.retries {
 		s.RetriesPerCall[i] = int64(n)
