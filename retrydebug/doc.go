@@ -22,6 +22,17 @@
 //		rec.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
 //	})
 //
+// It also counts, per route, the keyed requests that an idempotency
+// middleware answered, by outcome (replays, 409s, 422s, 503s, lost leases),
+// with the time they spent in the store: wire [Recorder.RecordIdempotency]
+// to idempotency.Options.OnDone.
+//
+//	opts.OnDone = rec.RecordIdempotency
+//
+// Wire each retry loop to the Recorder once: a retryhttp.Transport through
+// its OnDone, and not also through its Policy's OnDone, or each request is
+// counted twice, under two names (see [Recorder.RecordHTTP]).
+//
 // Its memory is bounded whatever the traffic: a ring of the last calls per
 // operation, fixed-size totals, and a cap on the number of operations past
 // which calls share one overflow bucket. Recording a call allocates nothing.
