@@ -53,6 +53,9 @@ type instruments struct {
 	delay    metric.Float64Histogram
 	duration metric.Float64Histogram
 	tracer   trace.Tracer // nil when tracing is off: a noop provider
+
+	idemRequests metric.Int64Counter
+	idemStore    metric.Float64Histogram
 }
 
 func newInstruments(c config) (ins instruments, err error) {
@@ -78,6 +81,15 @@ func newInstruments(c config) (ins instruments, err error) {
 	}
 	if ins.duration, err = m.Float64Histogram(DurationName, metric.WithUnit("s"),
 		metric.WithDescription("Duration of a call, from its first attempt to the end of its last, waits included."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return ins, err
+	}
+	if ins.idemRequests, err = m.Int64Counter(IdempotencyRequestsName, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests with an idempotency key that the middleware answered, by route and outcome.")); err != nil {
+		return ins, err
+	}
+	if ins.idemStore, err = m.Float64Histogram(IdempotencyStoreDurationName, metric.WithUnit("s"),
+		metric.WithDescription("Time a keyed request spent in the idempotency store."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return ins, err
 	}

@@ -28,6 +28,9 @@ type Observer struct {
 	byName map[string]*operation
 	byHTTP map[httpKey]*operation // Summaries already resolved, so that naming one allocates nothing
 	other  *operation
+
+	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
+	otherRoute *idemRoute
 }
 
 // httpKey is what an HTTP request's operation is made of, so that a
