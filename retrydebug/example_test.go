@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/idempotency"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
@@ -142,4 +143,21 @@ func ExampleRecorder_RecordGRPC() {
 	fmt.Println(c.Name, c.Attempts, "attempts,", c.GRPCCode)
 	// Output:
 	// inventory.v1.Stock/Get 2 attempts, OK
+}
+
+// A Recorder wired to an idempotency middleware in one line counts its
+// keyed requests per route, by outcome. Here the middleware's report of a
+// replay is fed by hand.
+func ExampleRecorder_RecordIdempotency() {
+	rec := retrydebug.NewRecorder(0, 0)
+	opts := idempotency.Options{OnDone: rec.RecordIdempotency}
+
+	r := httptest.NewRequest(http.MethodPost, "/orders", nil)
+	r.Pattern = "POST /orders" // as the http.ServeMux sets it
+	opts.OnDone(r, idempotency.Summary{Outcome: idempotency.OutcomeReplayed, Status: 201, StoreCalls: 1})
+
+	route := rec.Snapshot().Idempotency[0]
+	fmt.Println(route.Route, route.Requests, route.Outcomes)
+	// Output:
+	// POST /orders 1 map[replayed:1]
 }

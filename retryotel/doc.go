@@ -65,6 +65,18 @@
 // Calls inside an outer retry loop end with outcome "deferred": the outer
 // loop's call counts the retry.
 //
+// # Idempotency keys
+//
+// [Observer.RecordIdempotency], wired to idempotency.Options.OnDone,
+// counts the keyed requests a server's idempotency middleware answered:
+//
+//	idempotency.requests        counter    {request}  by http.route and idempotency.outcome
+//	idempotency.store.duration  histogram  s          each request's time in the store; likewise
+//
+// The outcome is the idempotency.Outcome: executed, replayed, in_flight
+// (409), mismatch (422), store_failed (503), lease_lost, released,
+// rejected. The route is the http.ServeMux pattern, never the key.
+//
 // References: [gRFC A96] for the per-call retry metrics, [gRFC A66] for
 // gRPC's per-call metrics it builds on, and the OpenTelemetry [metric
 // naming] and [HTTP metrics] conventions (units, histogram buckets, "_OTHER"

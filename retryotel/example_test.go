@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/idempotency"
 	"github.com/stormguard/retry/retrygrpc"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retryotel"
@@ -133,4 +134,35 @@ func ExampleObserver_RecordGRPC() {
 	fmt.Println(span.Name(), span.Status().Description, len(span.Events()), "attempts")
 	// Output:
 	// inventory.v1.Stock/Get attempts_exhausted 2 attempts
+}
+
+// An Observer wired to an idempotency middleware in one line counts its
+// keyed requests per route, by outcome. Here the middleware's report of a
+// 409 (the same request still in flight) is fed by hand.
+func ExampleObserver_RecordIdempotency() {
+	reader := sdkmetric.NewManualReader()
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer meters.Shutdown(context.Background())
+	obs, err := retryotel.New(retryotel.WithMeterProvider(meters))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	opts := idempotency.Options{OnDone: obs.RecordIdempotency}
+
+	r := httptest.NewRequest(http.MethodPost, "/orders", nil)
+	r.Pattern = "POST /orders" // as the http.ServeMux sets it
+	opts.OnDone(r, idempotency.Summary{Outcome: idempotency.OutcomeInFlight, Status: 409, StoreCalls: 1})
+
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+			route, _ := d.DataPoints[0].Attributes.Value(retryotel.RouteKey)
+			outcome, _ := d.DataPoints[0].Attributes.Value(retryotel.IdempotencyOutcomeKey)
+			fmt.Println(m.Name, route.AsString(), outcome.AsString(), d.DataPoints[0].Value)
+		}
+	}
+	// Output:
+	// idempotency.requests POST /orders in_flight 1
 }
