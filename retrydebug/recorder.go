@@ -89,6 +89,10 @@ func (r *Recorder) limits() (calls, ops int) {
 //	p.OnDone = rec.OnDone("inventory.get")
 //
 // The name is looked up once, here, so that the hook only records.
+//
+// OnDone is for retry.Do (and retry.Hedge). Do not also set it as the Policy
+// of a retryhttp.Transport whose OnDone is [Recorder.RecordHTTP]: both see
+// the same request, which would be counted twice, under two names.
 func (r *Recorder) OnDone(name string) func(ctx context.Context, t retry.Trace, err error) {
 	op := r.operation(name)
 	return func(_ context.Context, t retry.Trace, _ error) {

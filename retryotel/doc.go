@@ -58,9 +58,25 @@
 // cost. An HTTP attempt already has a span of its own when the Transport's
 // Base is instrumented (otelhttp.NewTransport), with the network's real
 // timing; a second span per attempt would duplicate it. And events keep a
-// call that retried 64 times one span, not 65. Since the call's span is
-// started when the call ends, spans made during its attempts are its
-// siblings under the caller's span, not its children.
+// call that retried 64 times one span, not 65.
+//
+// For an HTTP client, wrap the retryhttp.Transport with [Observer.Transport]
+// so that the call's span starts before the first attempt and the spans of
+// the attempts (otelhttp's, from an instrumented Base) are its children:
+// one trace then shows the request and each attempt beneath it.
+//
+//	client := &http.Client{Transport: obs.Transport(&retryhttp.Transport{
+//		Base:   otelhttp.NewTransport(http.DefaultTransport),
+//		OnDone: obs.RecordHTTP,
+//	})}
+//
+// Otherwise the span is started when the call ends, and spans made during
+// its attempts are its siblings under the caller's span, not its children.
+//
+// Wire each retry loop to the Observer once. A retryhttp.Transport goes
+// through its OnDone (obs.RecordHTTP), not also through its Policy's OnDone,
+// which sees the same request: with both, each request is counted twice,
+// under two names. Policy.OnDone is for retry.Do.
 //
 // Calls inside an outer retry loop end with outcome "deferred": the outer
 // loop's call counts the retry.

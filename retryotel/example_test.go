@@ -166,3 +166,39 @@ func ExampleObserver_RecordIdempotency() {
 	// Output:
 	// idempotency.requests POST /orders in_flight 1
 }
+
+// Observer.Transport around a retryhttp.Transport starts each request's
+// span before its first attempt, so that the attempts' spans, made by an
+// instrumented Base such as otelhttp.NewTransport, are its children.
+func ExampleObserver_Transport() {
+	spans := tracetest.NewSpanRecorder()
+	tracers := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tracers.Shutdown(context.Background())
+	obs, err := retryotel.New(retryotel.WithTracerProvider(tracers))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer api.Close()
+	// In a service: Base: otelhttp.NewTransport(http.DefaultTransport).
+	attempts := tracers.Tracer("otelhttp")
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		ctx, span := attempts.Start(req.Context(), "HTTP GET")
+		defer span.End()
+		return http.DefaultTransport.RoundTrip(req.WithContext(ctx))
+	})
+	client := &http.Client{Transport: obs.Transport(&retryhttp.Transport{Base: base, OnDone: obs.RecordHTTP})}
+	defer client.CloseIdleConnections()
+
+	if resp, err := client.Get(api.URL + "/items"); err == nil {
+		resp.Body.Close()
+	}
+
+	ended := spans.Ended()
+	attempt, call := ended[0], ended[1]
+	fmt.Println(call.Name(), "is the parent of", attempt.Name()+":", attempt.Parent().SpanID() == call.SpanContext().SpanID())
+	// Output:
+	// GET is the parent of HTTP GET: true
+}

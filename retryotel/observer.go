@@ -55,6 +55,10 @@ func New(opts ...Option) (*Observer, error) {
 //
 // The name is looked up once, here, so that the hook only records. Name
 // operations by what they do, never by a path or a URL with ids in it.
+//
+// OnDone is for retry.Do (and retry.Hedge). Do not also set it as the Policy
+// of a retryhttp.Transport whose OnDone is [Observer.RecordHTTP]: both see
+// the same request, which would be counted twice.
 func (o *Observer) OnDone(name string) func(ctx context.Context, t retry.Trace, err error) {
 	op := o.operation(name)
 	return func(ctx context.Context, t retry.Trace, _ error) {

@@ -84,10 +84,21 @@ func hostOf(origin string) string {
 	return strings.Trim(host, "[]")
 }
 
-// recordSpan records the span of one call, after the fact: the hook runs
-// when the call has ended, so the span takes its times from the Trace.
+// recordSpan records the span of one call. The hook runs when the call has
+// ended: the span is the live one that [Observer.Transport] started before
+// the first attempt, if ctx has it, or else one made after the fact, which
+// takes its times from the Trace.
 func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, t *retry.Trace, info callInfo) {
 	if ins.tracer == nil {
+		return
+	}
+	if live := liveSpanOf(ctx, ins); live != nil {
+		// Transport ends it when RoundTrip returns, right after this hook.
+		if span := live.span; span.IsRecording() {
+			start, _ := spanTimes(t)
+			span.SetName(op.name)
+			fillSpan(span, op, oc, t, info, start)
+		}
 		return
 	}
 	start, end := spanTimes(t)
@@ -96,6 +107,13 @@ func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, t
 		span.End()
 		return
 	}
+	fillSpan(span, op, oc, t, info, start)
+	span.End(trace.WithTimestamp(end))
+}
+
+// fillSpan sets a call's attributes, attempt events and status on span.
+// start stands for the time of an attempt the Trace did not time.
+func fillSpan(span trace.Span, op *operation, oc int, t *retry.Trace, info callInfo, start time.Time) {
 	n := t.Attempts()
 	span.SetAttributes(OperationKey.String(op.name), OutcomeKey.String(outcomes[oc]), AttemptsKey.Int(n))
 	info.setAttributes(span)
@@ -126,7 +144,6 @@ func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, t
 		// secret: the attempt events carry the fixed reasons.
 		span.SetStatus(codes.Error, outcomes[oc])
 	}
-	span.End(trace.WithTimestamp(end))
 }
 
 // spanTimes returns when a call began and ended, as far as its Trace
