@@ -94,12 +94,12 @@ func (c *call) hedgedAttempt(actx context.Context, n int) (*http.Response, error
 			resp.Body.Close()
 		}
 		cancel(errReleased)
-		return nil, err
+		return nil, c.timedOut(actx, err)
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(errReleased) }}
 	c.noteHold(resp)
-	if resp.StatusCode >= 400 {
-		return resp, &StatusError{StatusCode: resp.StatusCode, Header: resp.Header}
+	if se := c.check(c.req.Context(), resp, nil); se != nil {
+		return resp, se
 	}
 	return resp, nil
 }
