@@ -48,19 +48,23 @@ type tracingTransport struct {
 // so that two Observers never fill each other's spans.
 type liveKey struct{ ins *instruments }
 
-// liveSpan is a request's span, started by Transport, and whether a hook
-// has filled it already.
+// liveSpan is a request's span, started by Transport, the ctx it gave the
+// request, and whether a hook has filled the span already.
 type liveSpan struct {
 	span   trace.Span
+	ctx    context.Context
 	filled atomic.Bool
 }
 
-// liveSpanOf returns the live span of ctx that ins started and no hook has
-// filled yet, and marks it filled; or nil. Only the first hook fills it: a
-// second one (a nested Transport's) makes a span of its own.
+// liveSpanOf returns the live span that ins started for the request whose
+// ctx is ctx itself, if no hook has filled it yet, and marks it filled; or
+// nil. The hooks of the wrapped Transport get the request's own ctx; a
+// call made below it (a nested Transport, a retry.Do in its Base) gets a
+// ctx derived from an attempt's, and so makes a span of its own, beneath
+// its attempt. Only the first hook fills the span.
 func liveSpanOf(ctx context.Context, ins *instruments) *liveSpan {
 	live, _ := ctx.Value(liveKey{ins}).(*liveSpan)
-	if live == nil || live.filled.Swap(true) {
+	if live == nil || live.ctx != ctx || live.filled.Swap(true) {
 		return nil
 	}
 	return live
@@ -75,8 +79,9 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return t.rt.RoundTrip(req)
 	}
 	live := &liveSpan{span: span}
+	live.ctx = context.WithValue(ctx, liveKey{&t.o.instruments}, live)
 	defer span.End() // a panic in rt included
-	resp, err := t.rt.RoundTrip(req.WithContext(context.WithValue(ctx, liveKey{&t.o.instruments}, live)))
+	resp, err := t.rt.RoundTrip(req.WithContext(live.ctx))
 	if !live.filled.Load() { // no RecordHTTP: what RoundTrip says
 		if resp != nil {
 			span.SetAttributes(statusCodeKey.Int(resp.StatusCode))

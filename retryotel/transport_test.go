@@ -168,3 +168,48 @@ func TestTransportWithoutRecordHTTP(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A retry loop below the wrapped Transport (here a second Transport in its
+// Base, wired to the same Observer) does not take the request's span: it
+// makes its own, beneath the attempt that ran it, and the request's span is
+// the outer Transport's.
+func TestTransportNestedCallsKeepTheirOwnSpans(t *testing.T) {
+	t.Parallel()
+	s := newSink(t)
+	tracer := s.tracers.Tracer("test")
+	inner := &retryhttp.Transport{
+		Base:   retrytest.HandlerTransport(&flakyAPI{}),
+		Policy: retry.Policy{MaxAttempts: 3, Clock: retrytest.NewAutoClock()},
+		OnDone: s.obs.RecordHTTP,
+	}
+	outer := &retryhttp.Transport{
+		Base:   clientSpans{tracer: tracer, rt: inner},
+		Policy: retry.Policy{MaxAttempts: 3, Clock: retrytest.NewAutoClock()},
+		OnDone: s.obs.RecordHTTP,
+	}
+	client := &http.Client{Transport: s.obs.Transport(outer)}
+	require.Equal(t, http.StatusOK, getThrough(t, client, retryhttp.WithRoute(context.Background(), "orders.list"), "http://api.example/orders"))
+
+	attempts := byName(s, "HTTP GET")
+	require.Len(t, attempts, 2, "a 503 the outer Transport retried, then a 200")
+	isAttempt := map[trace.SpanID]bool{}
+	for _, a := range attempts {
+		isAttempt[a.SpanContext().SpanID()] = true
+	}
+	var outerCalls, innerCalls []sdktrace.ReadOnlySpan
+	for _, c := range byName(s, "orders.list") {
+		if isAttempt[c.Parent().SpanID()] {
+			innerCalls = append(innerCalls, c)
+		} else {
+			outerCalls = append(outerCalls, c)
+		}
+	}
+	require.Len(t, outerCalls, 1)
+	require.Len(t, innerCalls, 2, "one inner call beneath each outer attempt")
+	for _, a := range attempts {
+		assert.Equal(t, outerCalls[0].SpanContext().SpanID(), a.Parent().SpanID())
+	}
+	assert.Equal(t, "deferred", attrs(innerCalls[0].Attributes())["retry.outcome"], "the inner Transport leaves retrying to the outer one")
+	assert.Equal(t, "2", attrs(outerCalls[0].Attributes())["retry.attempts"])
+	assert.Equal(t, "ok", attrs(outerCalls[0].Attributes())["retry.outcome"])
+}
