@@ -55,8 +55,8 @@ func (f *flight) tick() {
 		return
 	}
 	f.disarm() // releases a fired context of Options.Clock
-	ctx, cancel := f.m.storeCtx(context.Background())
-	err := f.m.opts.Store.Renew(ctx, f.key, f.token, f.m.opts.Lease)
+	ctx, cancel := f.m.storeCtx(f.base)
+	err := f.m.store.Renew(ctx, f.key, f.token, f.m.opts.Lease)
 	cancel()
 	if errors.Is(err, ErrLeaseLost) {
 		f.stopped = true
