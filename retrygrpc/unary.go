@@ -67,6 +67,7 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	}
 	c := &unaryCall{req: req, reply: reply, invoker: invoker}
 	c.init(cfg, ctx, method, cc, co, &p)
+	c.observe(&p) // WithOnDone
 	// The trailer carries the server's pushback. A TrailerCallOption holds
 	// one pointer, so it goes into the interface without an allocation,
 	// and the list fits c's own array unless the caller passes many.
