@@ -1,6 +1,7 @@
 package retrygrpc
 
 import (
+	"context"
 	"time"
 
 	"github.com/stormguard/retry"
@@ -92,6 +93,8 @@ type config struct {
 	grpcRetryDisabled bool
 	noHold            bool
 	holds             holds.Set // targets that asked to be held back
+
+	onDone []func(context.Context, Summary) // WithOnDone's hooks, in order
 }
 
 func newConfig(p retry.Policy, opts []Option) *config {

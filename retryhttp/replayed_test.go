@@ -31,7 +31,7 @@ func TestReplayedAnswerIsFinal(t *testing.T) {
 				clk := retrytest.NewClock()
 				tr := &retryhttp.Transport{Policy: fakePolicy(clk), AutoIdempotencyKey: true}
 				if hedged {
-					tr.Hedger = &retry.Hedger{Delay: time.Hour}
+					tr.Hedger, tr.HedgeWrites = &retry.Hedger{Delay: time.Hour}, true
 				}
 				r := do(t, srv.client(tr), clk, newRequest(t, http.MethodPost, srv.URL, strings.NewReader("x")))
 				require.NoError(t, r.err)
