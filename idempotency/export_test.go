@@ -12,3 +12,6 @@ var Replay = replay
 func EncodeRecord(status int, header http.Header, body []byte) []byte {
 	return (&record{status: status, header: header, body: body}).encode()
 }
+
+// StoreKey exposes storeKey to the external tests.
+var StoreKey = storeKey

@@ -17,17 +17,15 @@ type flight struct {
 	m       *Middleware
 	key     string
 	token   string
+	fp      []byte                  // the request's fingerprint, saved with its result
 	cancel  context.CancelCauseFunc // ends the handler's ctx
 	rec     recorder
 	body    requestBody
 	settled bool // completed or released
 
-	// The lease renewal; see lease.go.
-	mu      sync.Mutex // held by a renewal in progress, so that stopRenewal waits for it
-	stopped bool
-	timer   *time.Timer        // the next renewal, on the real clock
-	stopTic func() bool        // the next renewal, on Options.Clock: its AfterFunc's stop
-	endTic  context.CancelFunc // and its context's cancel
+	// The lease and its renewal; see lease.go.
+	mu sync.Mutex
+	renewal
 }
 
 // requestBody is the request body the handler reads: the bytes the
@@ -39,9 +37,9 @@ func (*requestBody) Close() error { return nil }
 // run runs the handler for a request that holds its key, and settles the
 // claim: the response is saved (Complete) before it is sent, or the key is
 // released for a response that means nothing was done.
-func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, token string) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, token string, fp []byte, claimed time.Time) {
 	m := h.m
-	f := &flight{m: m, key: key, token: token}
+	f := &flight{m: m, key: key, token: token, fp: fp}
 	f.rec = recorder{w: w, header: make(http.Header), limit: m.opts.MaxResponseBytes, overflow: f}
 	f.body.Reset(body)
 	// The handler's ctx ends if the lease is lost, so that a handler that
@@ -49,7 +47,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	f.cancel = cancel
-	f.startRenewal()
+	f.startRenewal(claimed)
 
 	returned := false
 	defer func() {
@@ -105,7 +103,7 @@ func (f *flight) complete(rec *record) error {
 	// all the same, since the retry that follows will ask for it.
 	ctx, cancel := f.m.storeCtx(context.Background())
 	defer cancel()
-	return f.m.opts.Store.Complete(ctx, f.key, f.token, rec.encode(), f.m.opts.TTL)
+	return f.m.opts.Store.Complete(ctx, f.key, f.token, f.fp, rec.encode(), f.m.opts.TTL)
 }
 
 func (f *flight) release() {

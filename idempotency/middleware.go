@@ -81,15 +81,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fp := fingerprint(r, body)
 	skey := storeKey(m.opts.Scope(r), key)
 
+	token, claimed := newToken(), m.now() // the lease runs from the call's start
 	ctx, cancel := m.storeCtx(r.Context())
-	c, err := m.opts.Store.Claim(ctx, skey, fp, m.opts.Lease)
+	c, err := m.opts.Store.Claim(ctx, skey, token, fp, m.opts.Lease)
 	cancel()
 	switch {
 	case err != nil:
 		// Fail closed: without the store, nothing tells whether this key ran.
 		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store is unavailable; the request was not processed.", true)
 	case c.State == Acquired:
-		h.run(w, r, body, skey, c.Token)
+		h.run(w, r, body, skey, token, fp, claimed)
 	case c.State != InFlight && c.State != Completed:
 		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store gave an invalid answer; the request was not processed.", true)
 	// A different request under the same key is refused before anything
