@@ -100,8 +100,8 @@ func (f *flight) fire() {
 	f.armAt(f.end) // while the call runs
 	f.mu.Unlock()
 
-	ctx, cancel := f.m.storeCtx(context.Background())
-	err := f.m.opts.Store.Renew(ctx, f.key, f.token, f.m.opts.Lease)
+	ctx, cancel := f.m.storeCtx(f.base)
+	err := f.m.store.Renew(ctx, f.key, f.token, f.m.opts.Lease)
 	cancel()
 
 	f.mu.Lock()
@@ -147,14 +147,6 @@ func (f *flight) stopRenewal() {
 	if renewing != nil {
 		<-renewing // bounded by StoreTimeout
 	}
-}
-
-// now is the time on Options.Clock.
-func (m *Middleware) now() time.Time {
-	if m.opts.Clock == nil {
-		return time.Now()
-	}
-	return m.opts.Clock.Now()
 }
 
 // storeCtx bounds a store call by StoreTimeout. It runs on real time even

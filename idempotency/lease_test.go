@@ -155,7 +155,7 @@ func TestPendingRenewalIsReleasedWhenTheHandlerEnds(t *testing.T) {
 	srv := serve(t, newMiddleware(t, idempotency.Options{Lease: 3 * time.Second, Clock: clk}), o)
 	first := doAsync(srv, req{key: "k", body: "{}", header: waiting})
 	recv(t, o.started, "the handler")
-	assert.Equal(t, 1, clk.Pending(), "one renewal deadline")
+	assert.Positive(t, clk.Pending(), "a renewal deadline is set")
 	close(o.release)
 	require.Equal(t, http.StatusCreated, recv(t, first, "the reply").status)
 	assert.Zero(t, clk.Pending(), "no renewal deadline is left")

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/holds"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -26,6 +27,7 @@ type call struct {
 	trailer   metadata.MD    // the latest attempt's trailer
 	committed bool           // a stream's latest attempt failed after a response header
 	decision  retry.Decision // what the latest failed attempt was judged
+	sent      holds.Epoch    // when awaitHold let the latest attempt go
 }
 
 // init fills c for a call and puts c's Classifier in p, in place of p's own,

@@ -2,6 +2,7 @@ package retrygrpc
 
 import (
 	"context"
+	"time"
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/clocks"
@@ -50,7 +51,8 @@ type unaryCall struct {
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and one that fetches the trailer
 	optsBuf    [4]grpc.CallOption
-	n          int // attempts started
+	n          int           // attempts started
+	timeout    time.Duration // the Policy's AttemptTimeout, which attempt keeps itself
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -65,6 +67,12 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	// one pointer, so it goes into the interface without an allocation,
 	// and the list fits c's own array unless the caller passes many.
 	c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer))
+	if p.AttemptTimeout > 0 {
+		// An attempt's time starts when it is sent, after any hold: Do's
+		// own AttemptTimeout would count the hold's wait, and weigh the
+		// hold against one attempt's time rather than the call's.
+		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
+	}
 	tr, err := retry.Do(ctx, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
@@ -77,14 +85,36 @@ func (c *unaryCall) attempt(loop context.Context) error {
 	if err := c.awaitHold(loop); err != nil {
 		return err
 	}
-	err := c.invoker(withAttemptHeader(loop, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	actx := loop
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = withTimeout(c.clk, loop, c.timeout)
+		defer cancel()
+	}
+	err := c.invoker(withAttemptHeader(actx, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
 	switch {
 	case err == nil:
 		c.clearHold()
-	case c.timedOut(loop, err):
+	case c.timedOut(actx, err):
 		err = newTimeoutError(err)
 	}
 	return err
+}
+
+// withTimeout ends the attempt's ctx after d. On the real clock it is
+// context.WithTimeout, whose deadline grpc sends to the server. On an
+// injected clock a timer on that clock ends it, as a stream attempt's
+// does, and no fake deadline reaches the wire.
+func withTimeout(clk retry.Clock, parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if clk == nil {
+		return context.WithTimeout(parent, d)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := clocks.AfterFunc(clk, d, func() { cancel(errAttemptTimeout) })
+	return ctx, func() {
+		timer.Stop()
+		cancel(errReleased)
+	}
 }
 
 // timedOut reports whether err is the end of an attempt that Do's own

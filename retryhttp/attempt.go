@@ -3,7 +3,6 @@ package retryhttp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -53,13 +52,8 @@ func (c *call) send(loop context.Context) (*attempt, error) {
 		}
 	}
 	if err != nil {
-		// Our timer, not the caller, ended the attempt: whatever error Base
-		// made of that, it is a timeout.
-		timedOut := context.Cause(a.ctx) == errAttemptTimeout
+		err = c.timedOut(a.ctx, err)
 		a.release()
-		if timedOut && !errors.Is(err, errAttemptTimeout) {
-			err = fmt.Errorf("%w: %w", errAttemptTimeout, err)
-		}
 		return nil, err
 	}
 	// The timers bound the wait for the response head, and nothing after
@@ -71,6 +65,28 @@ func (c *call) send(loop context.Context) (*attempt, error) {
 		return nil, errAttemptTimeout
 	}
 	return a, nil
+}
+
+// timedOut returns err, the error Base returned for an attempt sent on actx,
+// as a timeout if the attempt's own time limit (AttemptTimeout, or what
+// MaxElapsed left) ended actx while the caller's ctx is alive: whatever
+// error Base made of that, context.Canceled or anything else, the attempt
+// timed out, and a Classifier must see a timeout, not a cancellation. The
+// plain path ends an attempt's ctx with errAttemptTimeout; the hedged one
+// gets a ctx from retry.HedgeValue, which ends with DeadlineExceeded.
+func (c *call) timedOut(actx context.Context, err error) error {
+	if c.req.Context().Err() != nil || errors.Is(err, errAttemptTimeout) {
+		return err
+	}
+	if context.Cause(actx) != errAttemptTimeout && actx.Err() != context.DeadlineExceeded {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// Only the echo of the ended ctx, which says nothing more; kept, a
+		// Canceled in it would read as the caller's cancellation.
+		return errAttemptTimeout
+	}
+	return &attemptTimeoutError{err}
 }
 
 // start begins an attempt: it makes the attempt's own ctx, if it needs one,

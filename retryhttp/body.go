@@ -7,30 +7,37 @@ import (
 )
 
 // Bounds on draining a response that is not returned, so that its
-// connection can be reused. A body longer than drainBytes, or of unknown
-// length, is closed unread: that costs the connection, which is cheaper than
-// reading what a server may stretch without end. A known short body is read
-// for at most drainTimeout, so that a server that trickles it cannot hold
-// the request.
+// connection can be reused. A body is read for at most drainBytes and at
+// most drainTimeout, whether its length is known or not (chunked): a server
+// that trickles it cannot hold the request, nor one that stretches it
+// without end, and a body that does not end within both bounds is closed,
+// which costs its connection. A body known to be longer than drainBytes is
+// closed unread.
 const (
 	drainBytes   = 64 << 10
 	drainTimeout = 250 * time.Millisecond
 )
 
-// drain reads resp's body, if it is short, for at most limit, and closes
-// it. The limit is real time, whatever the policy's clock: it bounds real
-// reading.
+// drain reads resp's body, up to its end if that comes within drainBytes
+// and limit, and closes it. The limit is real time, whatever the policy's
+// clock: it bounds real reading.
 func drain(resp *http.Response, limit time.Duration) {
 	body := resp.Body
 	if body == nil {
 		return
 	}
-	if resp.ContentLength < 0 || resp.ContentLength > drainBytes || limit <= 0 {
+	if resp.ContentLength > drainBytes || limit <= 0 {
 		body.Close()
 		return
 	}
+	// One byte past the end, so that the body reports it: net/http
+	// reuses the connection only once its body has returned io.EOF.
+	n := int64(drainBytes) + 1
+	if resp.ContentLength >= 0 {
+		n = resp.ContentLength + 1
+	}
 	stop := time.AfterFunc(limit, func() { body.Close() }) // Close unblocks a Read in net/http's bodies
-	_, _ = io.CopyN(io.Discard, body, resp.ContentLength+1)
+	_, _ = io.CopyN(io.Discard, body, n)
 	stop.Stop()
 	body.Close()
 }

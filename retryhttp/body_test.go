@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -122,4 +124,29 @@ func TestCloseIdleConnectionsReachesBase(t *testing.T) {
 	base := &idleCloser{}
 	(&http.Client{Transport: &retryhttp.Transport{Base: base}}).CloseIdleConnections()
 	assert.Equal(t, 1, base.closed)
+}
+
+// A retried answer without a Content-Length (chunked) is drained too, so
+// that its connection serves the next attempt: 50 requests, each retried
+// once after a chunked 503, open one connection, not 51.
+func TestChunkedRetriedBodiesAreDrainedForReuse(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		if hits.Add(1)%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = http.NewResponseController(w).Flush() // no Content-Length: chunked
+			_, _ = io.WriteString(w, strings.Repeat("busy ", 100))
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	c := srv.client(&retryhttp.Transport{Policy: retry.Policy{Clock: retrytest.NewAutoClock()}})
+	for range 50 {
+		resp, err := c.Get(srv.URL)
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp.Body))
+	}
+	assert.Equal(t, int32(100), hits.Load())
+	assert.LessOrEqual(t, srv.conns.Load(), int32(5), "the chunked 503s were drained: their connections were reused")
 }

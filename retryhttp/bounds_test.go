@@ -36,11 +36,16 @@ func TestDrainIsBoundedInTime(t *testing.T) {
 	})
 }
 
-// A body of unknown length, or one longer than 64 KiB, is closed unread:
-// a server could stretch it without end.
-func TestLongOrUnknownBodiesAreClosedNotDrained(t *testing.T) {
+// A body that would not end within 64 KiB is not read past that: one known
+// to be longer is closed unread, and one of unknown length (chunked) is
+// closed once 64 KiB have been read. A server could stretch either without
+// end.
+func TestLongOrEndlessBodiesAreCutAt64KiB(t *testing.T) {
 	t.Parallel()
-	for name, length := range map[string]string{"unknown": "", "long": "1000000"} {
+	for name, tt := range map[string]struct {
+		length  string
+		maxRead int32 // in KiB
+	}{"unknown": {"", 64}, "long": {"1000000", 0}} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
@@ -50,8 +55,8 @@ func TestLongOrUnknownBodiesAreClosedNotDrained(t *testing.T) {
 						_, _ = io.WriteString(w, "ok")
 						return
 					}
-					if length != "" {
-						w.Header().Set("Content-Length", length)
+					if tt.length != "" {
+						w.Header().Set("Content-Length", tt.length)
 					}
 					w.WriteHeader(http.StatusServiceUnavailable)
 					for {
@@ -67,10 +72,44 @@ func TestLongOrUnknownBodiesAreClosedNotDrained(t *testing.T) {
 				require.NoError(t, err)
 				resp.Body.Close()
 				assert.LessOrEqual(t, time.Since(start), time.Millisecond)
-				assert.Zero(t, written.Load(), "nothing of the body was read")
+				assert.LessOrEqual(t, written.Load(), tt.maxRead, "KiB of the body read")
+				synctest.Wait()
+				assert.Equal(t, int32(2), calls.Load())
 			})
 		})
 	}
+}
+
+// A server that trickles a chunked body holds the drain no longer than a
+// known length's: 250ms.
+func TestChunkedDrainIsBoundedInTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) > 1 {
+				_, _ = io.WriteString(w, "ok")
+				return
+			}
+			w.WriteHeader(http.StatusServiceUnavailable) // no Content-Length
+			for range 20 {
+				if _, err := w.Write([]byte{'x'}); err != nil {
+					return
+				}
+				time.Sleep(100 * time.Millisecond) // 2s of body
+			}
+		})
+		tr := &retryhttp.Transport{
+			Base:   retrytest.HandlerTransport(h),
+			Policy: retry.Policy{BaseBackoff: time.Millisecond, Jitter: retry.NoJitter},
+		}
+		start := time.Now()
+		resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp.Body))
+		assert.Equal(t, 250*time.Millisecond+time.Millisecond, time.Since(start), "the drain's 250ms and the 1ms wait")
+		time.Sleep(3 * time.Second) // the trickling handler ends on its own
+	})
 }
 
 // On the 401 path too: a trickled 401 body holds the request no longer

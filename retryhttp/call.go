@@ -43,6 +43,10 @@ type call struct {
 	status   int            // the latest attempt's status; 0 if it had none
 	err      error          // the latest attempt's error, or its *StatusError
 	decision retry.Decision // what the latest failed attempt was judged
+
+	doneTrace retry.Trace // what the loop ended with, for Transport.OnDone
+	doneErr   error
+	reported  bool // Transport.OnDone has been called
 }
 
 func (t *Transport) newCall(req *http.Request, opts options) *call {
@@ -79,7 +83,8 @@ func (c *call) origin() string {
 func (c *call) attempt(loop context.Context) error {
 	c.n++
 	c.loop = loop
-	if err := c.awaitHold(loop); err != nil {
+	sent, err := c.awaitHold(loop)
+	if err != nil {
 		c.cur, c.status, c.err = nil, 0, err
 		return err
 	}
@@ -92,16 +97,34 @@ func (c *call) attempt(loop context.Context) error {
 		return err
 	}
 	c.cur, c.status, c.err = a, a.resp.StatusCode, nil
-	c.noteHold(a.resp)
+	c.noteHold(a.resp, sent)
 	if c.t.Refresh != nil {
 		c.t.auth.answered(c.origin(), a.auth, a.resp.StatusCode)
 	}
-	if a.resp.StatusCode < 400 {
+	if se := c.check(loop, a.resp, &a.statusErr); se != nil {
+		c.err = se
+		return se
+	}
+	return nil
+}
+
+// check returns the error of an attempt answered with resp, in se (or a new
+// StatusError if se is nil): one for a status of 400 or more, or for any
+// response that CheckResponse fails; nil for a success. CheckResponse gets
+// the start of the body, peeked within ctx's deadline.
+func (c *call) check(ctx context.Context, resp *http.Response, se *StatusError) *StatusError {
+	var err error
+	if c.t.CheckResponse != nil {
+		err = c.checkResponse(resp, peek(resp, c.bound(ctx, peekTimeout)))
+	}
+	if err == nil && resp.StatusCode < 400 {
 		return nil
 	}
-	a.statusErr = StatusError{StatusCode: a.resp.StatusCode, Header: a.resp.Header}
-	c.err = &a.statusErr
-	return c.err
+	if se == nil {
+		se = new(StatusError)
+	}
+	*se = StatusError{StatusCode: resp.StatusCode, Header: resp.Header, Err: err}
+	return se
 }
 
 // decider wraps the Policy's Classifier: whatever it says, a request that
@@ -217,13 +240,32 @@ func (c *call) finish(tr retry.Trace, err error) (*http.Response, error) {
 	return nil, timeoutAware(err)
 }
 
+// checkResponse calls CheckResponse. If it panics, it closes the response
+// first, which ends its attempt: a hedged copy's response is then no one's
+// to close.
+func (c *call) checkResponse(resp *http.Response, head []byte) error {
+	returned := false
+	defer func() {
+		if !returned {
+			resp.Body.Close()
+		}
+	}()
+	err := c.t.CheckResponse(resp, head)
+	returned = true
+	return err
+}
+
 // drainLimit bounds a drain by drainTimeout and by ctx's deadline.
 func (c *call) drainLimit(ctx context.Context) time.Duration {
-	limit := drainTimeout
+	return c.bound(ctx, drainTimeout)
+}
+
+// bound returns d, or less if ctx's deadline comes first.
+func (c *call) bound(ctx context.Context, d time.Duration) time.Duration {
 	if end, ok := ctx.Deadline(); ok {
-		limit = min(limit, end.Sub(clocks.Now(c.clk)))
+		d = min(d, end.Sub(clocks.Now(c.clk)))
 	}
-	return limit
+	return d
 }
 
 // summary describes the request for OnDone.

@@ -23,12 +23,18 @@ import (
 //   - 409 Conflict with a Retry-After header: an idempotency key whose first
 //     request is still running (see package idempotency);
 //   - an attempt that timed out (AttemptTimeout or MaxElapsed ran out while
-//     the caller's ctx was alive), and network timeouts;
+//     the caller's ctx was alive: a timeout whatever error Base returned
+//     for it, context.Canceled included), and network timeouts;
 //   - a connection refused, reset, aborted or closed before or during the
 //     response head (EOF, or a head cut short and so malformed), a broken
 //     pipe, an unreachable host or network, a DNS lookup that timed out or
 //     failed temporarily, and a keep-alive connection that the server
 //     closed as the request went out.
+//
+// A response that [Transport.CheckResponse] failed, whatever its status, is
+// retried unless the error it returned is marked with retry.Permanent (or
+// is a cancellation); its Reason is the status and ", CheckResponse
+// failed".
 //
 // It does not retry any other status (500 and 501 included: wrap it to opt
 // in, see the example), a TLS certificate error, a DNS name that does not
@@ -64,6 +70,12 @@ func asStatusError(err error) *StatusError {
 
 func classifyStatus(se *StatusError) retry.Decision {
 	reason := statusText(se.StatusCode)
+	if se.Err != nil {
+		// CheckResponse failed the response: a retryable failure unless its
+		// error is marked retry.Permanent, whatever the status.
+		d := retry.DefaultClassifier(context.Background(), retry.Attempt{Err: se.Err})
+		return retry.Decision{Retry: d.Retry, RetryAfter: d.RetryAfter, Reason: reason + ", CheckResponse failed"}
+	}
 	switch se.StatusCode {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
@@ -79,6 +91,9 @@ func classifyError(err error) retry.Decision {
 	no := func(reason string) retry.Decision { return retry.Decision{Reason: reason} }
 	var protocol textproto.ProtocolError
 	switch {
+	case errors.Is(err, errAttemptTimeout):
+		// First: the attempt's own timer ended it, whatever else Base said.
+		return yes("attempt timed out")
 	case errors.Is(err, context.Canceled):
 		return no("canceled")
 	case errors.Is(err, ErrHostHeld):

@@ -25,9 +25,9 @@
 // returns that response.
 //
 // What a hostile server can do is bounded. A response that is retried is
-// drained for at most 250ms (and only if its Content-Length is known and at
-// most 64 KiB; otherwise it is closed unread), within the time the next
-// wait leaves. AttemptTimeout and MaxElapsed bound the wait for each
+// drained for at most 250ms and 64 KiB, chunked or not, within the time
+// the next wait leaves, and closed (one known to be longer is closed
+// unread). AttemptTimeout and MaxElapsed bound the wait for each
 // response head, Refresh runs within the request's deadlines, and
 // credentials are kept per origin: see [Transport.RoundTrip].
 //

@@ -7,19 +7,30 @@ import (
 )
 
 // StatusError is the error of an attempt answered with a status of 400 or
-// more. The Policy's Classifier finds it in Attempt.Err, and decides on the
-// status and the header (Retry-After, say); the response's body stays with
-// the Transport. A caller sees one only when the Transport defers to an
-// outer retry loop (see [Transport.RoundTrip]); otherwise RoundTrip returns
-// the response itself, as net/http does for any status.
+// more, or with a response of any status that [Transport.CheckResponse]
+// failed. The Policy's Classifier finds it in Attempt.Err, and decides on
+// the status, the header (Retry-After, say) and Err; the response's body
+// stays with the Transport. A caller sees one only when the Transport
+// defers to an outer retry loop (see [Transport.RoundTrip]); otherwise
+// RoundTrip returns the response itself, as net/http does for any status.
 type StatusError struct {
 	StatusCode int
 	Header     http.Header // the response's header; do not modify it
+	Err        error       // what CheckResponse returned; nil if it passed the response or is not set
 }
 
 // Error returns the status as net/http names it, "503 Service
-// Unavailable", never the server's own reason phrase.
-func (e *StatusError) Error() string { return statusText(e.StatusCode) }
+// Unavailable", never the server's own reason phrase; then Err's text, if
+// CheckResponse failed the response.
+func (e *StatusError) Error() string {
+	if e.Err != nil {
+		return statusText(e.StatusCode) + ": " + e.Err.Error()
+	}
+	return statusText(e.StatusCode)
+}
+
+// Unwrap returns Err.
+func (e *StatusError) Unwrap() error { return e.Err }
 
 var (
 	// errAttemptTimeout is the cause with which an attempt's ctx ends when
@@ -28,6 +39,7 @@ var (
 	errAttemptTimeout error = timeoutError{}
 
 	errReleased   = errors.New("retryhttp: attempt released")
+	errPanicked   = errors.New("retryhttp: Base or a hook panicked")
 	errNoResponse = errors.New("retryhttp: Base returned neither a response nor an error")
 )
 
@@ -36,6 +48,16 @@ type timeoutError struct{}
 func (timeoutError) Error() string        { return "retryhttp: attempt timed out" }
 func (timeoutError) Timeout() bool        { return true }
 func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// attemptTimeoutError is the error of an attempt that its own time limit
+// ended, when Base said more than that its ctx ended: its message keeps what
+// Base said, and it matches both errAttemptTimeout (and so
+// context.DeadlineExceeded) and Base's error.
+type attemptTimeoutError struct{ err error }
+
+func (e *attemptTimeoutError) Error() string   { return errAttemptTimeout.Error() + ": " + e.err.Error() }
+func (e *attemptTimeoutError) Timeout() bool   { return true }
+func (e *attemptTimeoutError) Unwrap() []error { return []error{errAttemptTimeout, e.err} }
 
 // timeoutAware wraps an error for RoundTrip to return, so that it answers
 // Timeout() as its cause does: http.Client's *url.Error and os.IsTimeout ask

@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,6 +146,63 @@ func ExampleTransport_classifier() {
 	fmt.Println(resp.Status, "after", calls.Load(), "attempts")
 	// Output:
 	// 200 OK after 2 attempts
+}
+
+// CheckResponse fails a GraphQL answer whose errors say the server is
+// busy, although its status is 200 OK, so that it is retried; the check
+// sees the start of the body, and the caller still reads all of it.
+func ExampleTransport_checkResponse() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if calls.Add(1) == 1 {
+			fmt.Fprint(w, `{"errors":[{"message":"try later","extensions":{"code":"UNAVAILABLE"}}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"data":{"user":{"name":"Ada"}}}`)
+	}))
+	defer srv.Close()
+
+	errUnavailable := errors.New("graphql: server unavailable")
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Policy: retry.Policy{BaseBackoff: time.Millisecond},
+		CheckResponse: func(resp *http.Response, head []byte) error {
+			var answer struct {
+				Errors []struct {
+					Extensions struct{ Code string }
+				}
+			}
+			// A head cut at 4 KiB does not parse: then it is not judged.
+			if json.Unmarshal(head, &answer) != nil {
+				return nil
+			}
+			for _, e := range answer.Errors {
+				if e.Extensions.Code == "UNAVAILABLE" {
+					return errUnavailable // retried; retry.Permanent(err) would not be
+				}
+			}
+			return nil
+		},
+	}}
+	var trace retry.Trace
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"query":"{user{name}}"}`))
+	req.Header.Set("Idempotency-Key", "query-42") // a query is safe to repeat: say so
+	req = req.WithContext(retryhttp.WithTrace(req.Context(), &trace))
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for a := range trace.All() {
+		fmt.Printf("attempt %d: %q\n", a.Number, a.Reason)
+	}
+	fmt.Println(string(body))
+	// Output:
+	// attempt 1: "200 OK, CheckResponse failed"
+	// attempt 2: ""
+	// {"data":{"user":{"name":"Ada"}}}
 }
 
 // Inside an outer retry loop, the Transport makes one attempt per outer

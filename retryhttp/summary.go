@@ -17,8 +17,10 @@ type Summary struct {
 	Route  string // the request's name from WithRoute, or ""
 	Status int    // the status of the response RoundTrip returned; 0 if it returned an error
 	Trace  retry.Trace
-	// Err is what RoundTrip returned. Its text may quote the URL: test it
-	// with errors.Is and errors.As, and log the Trace's reasons instead.
+	// Err is what RoundTrip returned, or, for a request that a panic ended
+	// (see [Transport.OnDone]), an error that says so. Its text may quote
+	// the URL: test it with errors.Is and errors.As, and log the Trace's
+	// reasons instead.
 	Err error
 }
 

@@ -3,12 +3,15 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stormguard/retry"
@@ -160,4 +163,144 @@ func TestAttemptTimeoutIsKnownWhateverBaseReturns(t *testing.T) {
 	clk.Add(recv(t, clk.Waits(), "a wait"))
 	require.NoError(t, recv(t, done, "the response"))
 	assert.Equal(t, []string{"attempt timed out", ""}, reasons(tr))
+}
+
+// An attempt that its own AttemptTimeout ended is a timeout, retried,
+// whatever error Base made of the end of its ctx: context.Canceled, as
+// retrytest.HandlerTransport and many transports return, the ctx's error
+// wrapped, or an error of Base's own. On the plain path and the hedged one.
+func TestAttemptTimeoutIsRetriedWhateverBaseMakesOfIt(t *testing.T) {
+	t.Parallel()
+	bases := map[string]func(h http.Handler) http.RoundTripper{
+		"HandlerTransport": retrytest.HandlerTransport,
+		"wrapped ctx.Err()": func(h http.Handler) http.RoundTripper {
+			next := retrytest.HandlerTransport(h)
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				resp, err := next.RoundTrip(req)
+				if err != nil {
+					return nil, fmt.Errorf("custom transport: %w", req.Context().Err())
+				}
+				return resp, nil
+			})
+		},
+		"Permanent(ctx.Err())": func(h http.Handler) http.RoundTripper {
+			next := retrytest.HandlerTransport(h)
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				resp, err := next.RoundTrip(req)
+				if err != nil {
+					return nil, retry.Permanent(req.Context().Err())
+				}
+				return resp, nil
+			})
+		},
+	}
+	for name, base := range bases {
+		for _, hedged := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/hedged=%v", name, hedged), func(t *testing.T) {
+				t.Parallel()
+				synctest.Test(t, func(t *testing.T) {
+					var calls atomic.Int32
+					h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if calls.Add(1) == 1 {
+							<-r.Context().Done() // stalls until the attempt times out
+							return
+						}
+						_, _ = io.WriteString(w, "ok")
+					})
+					tr := &retryhttp.Transport{
+						Base:   base(h),
+						Policy: retry.Policy{AttemptTimeout: 100 * time.Millisecond, BaseBackoff: time.Millisecond},
+					}
+					if hedged {
+						tr.Hedger = &retry.Hedger{Delay: time.Hour} // hedged path, no hedge sent
+					}
+					var trace retry.Trace
+					req := get(t, "http://svc.test/").WithContext(retryhttp.WithTrace(context.Background(), &trace))
+					resp, err := tr.RoundTrip(req)
+					require.NoError(t, err)
+					assert.Equal(t, "ok", readAll(t, resp.Body))
+					assert.Equal(t, []string{"attempt timed out", ""}, reasons(trace))
+					first := attemptErrs(trace)[0]
+					assert.ErrorIs(t, first, context.DeadlineExceeded, "attempt 1 is a timeout")
+					assert.NotErrorIs(t, first, context.Canceled, "not a cancellation")
+				})
+			})
+		}
+	}
+}
+
+// The caller's own cancellation stays a cancellation, with AttemptTimeout
+// set: it is not retried.
+func TestCallerCancelWithAttemptTimeoutIsNotRetried(t *testing.T) {
+	t.Parallel()
+	for _, hedged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				var calls atomic.Int32
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					calls.Add(1)
+					cancel()
+					<-r.Context().Done()
+				})
+				tr := &retryhttp.Transport{
+					Base:   retrytest.HandlerTransport(h),
+					Policy: retry.Policy{AttemptTimeout: 100 * time.Millisecond, BaseBackoff: time.Millisecond},
+				}
+				if hedged {
+					tr.Hedger = &retry.Hedger{Delay: time.Hour}
+				}
+				_, err := tr.RoundTrip(get(t, "http://svc.test/").WithContext(ctx))
+				require.ErrorIs(t, err, context.Canceled)
+				assert.Equal(t, int32(1), calls.Load())
+			})
+		})
+	}
+}
+
+// attemptErrs returns each attempt's Err from tr.
+func attemptErrs(tr retry.Trace) []error {
+	var errs []error
+	for a := range tr.All() {
+		errs = append(errs, a.Err)
+	}
+	return errs
+}
+
+// Under an outer retry loop, the nested Transport hands an attempt timeout
+// back as a timeout, which the outer loop retries, even from a Base that
+// returns context.Canceled for it.
+func TestAttemptTimeoutUnderAnOuterLoopIsRetried(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				<-r.Context().Done()
+				return
+			}
+			_, _ = io.WriteString(w, "ok")
+		})
+		client := &http.Client{Transport: &retryhttp.Transport{
+			Base:   retrytest.HandlerTransport(h),
+			Policy: retry.Policy{AttemptTimeout: 100 * time.Millisecond},
+		}}
+		var got string
+		tr, err := retry.Do(context.Background(), func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			got = readAll(t, resp.Body)
+			return nil
+		}, retry.Policy{BaseBackoff: time.Millisecond})
+		require.NoError(t, err)
+		assert.Equal(t, "ok", got)
+		assert.Equal(t, []string{"attempt timed out", ""}, reasons(tr))
+	})
 }

@@ -30,7 +30,8 @@ type Transport struct {
 	// and which failures are worth another: its fields mean what they mean
 	// to retry.Do, with these differences. The Classifier
 	// [DefaultClassifier] sees an attempt answered with a status of 400 or
-	// more as a *StatusError; a status below 400 is a success. AttemptTimeout
+	// more, or failed by CheckResponse, as a *StatusError; any other
+	// response is a success. AttemptTimeout
 	// and MaxElapsed cut an attempt short only until its response headers
 	// arrive, so that the body of the response returned to the caller stays
 	// readable after RoundTrip returns; the request's ctx bounds the rest.
@@ -82,18 +83,43 @@ type Transport struct {
 	// Transport gives up [none]. See the package doc for what it logs.
 	Logger *slog.Logger
 
-	// Hedger, if set, hedges the requests that are safe to repeat (an
-	// idempotent method or a key, and a body GetBody can replay): when no
-	// attempt has answered for the Hedger's delay, another copy is sent,
-	// and the first answer that is not a failure wins; the others are
-	// canceled, and their responses drained and closed [none]. Only
-	// Transports without Refresh hedge. See retry.Hedger.
+	// Hedger, if set, hedges reads (GET, HEAD, OPTIONS): when no attempt
+	// has answered for the Hedger's delay, another copy is sent, and the
+	// first answer that is not a failure wins; the others are canceled,
+	// and their responses drained and closed [none]. Only Transports
+	// without Refresh hedge. See retry.Hedger.
 	Hedger *retry.Hedger
+
+	// HedgeWrites lets the Hedger hedge the writes that are safe to
+	// repeat too: PUT, DELETE, and requests with an idempotency key, each
+	// with a body GetBody can replay [false]. Set it only where a copy's
+	// answer is as good as the first's: a copy's quick 404 or 412 can beat
+	// the first copy's 2xx and end the request.
+	HedgeWrites bool
+
+	// CheckResponse, if set, judges every response, whatever its status,
+	// before the Classifier does [none]: for an API that answers a failure
+	// with a 200 and says so in its body (GraphQL's "errors", a legacy
+	// "status": "busy"). head is the start of the body: up to 4 KiB, read
+	// for at most 100ms (less if the body ends, or within the request's
+	// deadlines); the body of a response returned to the caller still
+	// reads from its first byte. CheckResponse must not read or close
+	// resp.Body, nor modify head, and may be called concurrently. A
+	// non-nil error fails the attempt: the Classifier sees a *StatusError
+	// with the status and the error in Err, which [DefaultClassifier]
+	// retries unless the error is marked with retry.Permanent. nil leaves
+	// the response to its status. Every response waits for its peek: set
+	// it on a Transport for an API whose bodies come at once, not for
+	// streams.
+	CheckResponse func(resp *http.Response, head []byte) error
 
 	// OnDone, if set, is called once for each request when RoundTrip is
 	// about to return, with the request's ctx and a [Summary] of it: the
-	// hook for metrics and debug pages [none]. A panic in it reaches the
-	// caller after RoundTrip has closed the response.
+	// hook for metrics and debug pages [none]. When Base or a hook panics,
+	// it is called before the panic goes on, with a Summary whose Err is
+	// not nil and whose Trace is as far as the attempts got (its Stop is
+	// retry.StopPanicked for a panic during them). A panic in OnDone
+	// itself reaches the caller after RoundTrip has closed the response.
 	OnDone func(ctx context.Context, s Summary)
 
 	auth origins   // credential state, per origin
@@ -149,6 +175,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer func() {
 		if !returned { // Base or user code panicked, or called runtime.Goexit
 			c.abandon()
+			c.donePanicked()
 		}
 	}()
 	p := t.Policy
@@ -162,6 +189,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Budget == nil && t.Budgets != nil {
 		p.Budget = t.Budgets.Get(c.origin())
 	}
+	if t.OnDone != nil {
+		// Observed: keep what the loop reports, a panic included, for an
+		// OnDone that a panic leaves to the deferred call above. That also
+		// has the loop time the first attempt, as it does for an OnDone of
+		// its own, so that Summary.Trace spans the request.
+		p.OnDone = c.keepDone(p.OnDone)
+	}
 	var resp *http.Response
 	var tr retry.Trace
 	var err error
@@ -171,10 +205,39 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, tr, err = c.roundTrip(p)
 	}
 	if t.OnDone != nil {
+		c.reported = true
 		t.OnDone(req.Context(), c.summary(tr, resp, err))
 	}
 	returned = true
 	return resp, err
+}
+
+// keepDone wraps the Policy's OnDone so that the call keeps the Trace and
+// error the loop ends with.
+func (c *call) keepDone(next func(context.Context, retry.Trace, error)) func(context.Context, retry.Trace, error) {
+	return func(ctx context.Context, tr retry.Trace, err error) {
+		c.doneTrace, c.doneErr = tr, err
+		if next != nil {
+			next(ctx, tr, err)
+		}
+	}
+}
+
+// donePanicked calls OnDone for a request that a panic ended, unless OnDone
+// ran already (and so is what panicked). Its Summary has the Trace as far
+// as the loop got: Stop is retry.StopPanicked when the panic came up during
+// the attempts, in Base or a hook of the loop's; for one after them (the
+// Logger giving up, say) it is the loop's own Stop. Err is never nil.
+func (c *call) donePanicked() {
+	if c.t.OnDone == nil || c.reported {
+		return
+	}
+	c.reported = true
+	err := c.doneErr
+	if c.doneTrace.Stop() != retry.StopPanicked || err == nil {
+		err = errPanicked
+	}
+	c.t.OnDone(c.req.Context(), c.summary(c.doneTrace, nil, err))
 }
 
 // roundTrip is RoundTrip for a request that is not hedged: its attempts,
@@ -185,11 +248,6 @@ func (c *call) roundTrip(p retry.Policy) (*http.Response, retry.Trace, error) {
 	}
 	p.Classifier = c.decider(p.Classifier)
 	p.OnRetry = c.onRetry(p.OnRetry)
-	if c.t.OnDone != nil && p.OnDone == nil {
-		// Observed: have Do time the first attempt too, as it does for
-		// an OnDone of its own, so that Summary.Trace spans the request.
-		p.OnDone = func(context.Context, retry.Trace, error) {}
-	}
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
 	tr, err := retry.Do(c.req.Context(), c.attempt, p)

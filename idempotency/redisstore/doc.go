@@ -31,6 +31,46 @@
 //
 // The caller builds and owns the client: a *redis.Client, a
 // *redis.ClusterClient or a *redis.Ring; the store never dials or closes
-// it. Set the client's timeouts to what a request may wait for the store;
-// the middleware bounds each call by its StoreTimeout too.
+// it.
+//
+// # Timeouts
+//
+// A go-redis client ignores ctx deadlines unless its
+// ContextTimeoutEnabled is set: on a Redis that accepts connections and
+// never answers, each call waits for the client's ReadTimeout (3s by
+// default). The middleware does not rely on it: it answers 503 at its
+// StoreTimeout whatever the client does, and leaves the call to end on its
+// own goroutine. Set ContextTimeoutEnabled, and a ReadTimeout and
+// WriteTimeout near StoreTimeout, so that those goroutines end soon too:
+//
+//	rdb := redis.NewClient(&redis.Options{
+//		Addr:                  "redis:6379",
+//		ContextTimeoutEnabled: true,
+//		ReadTimeout:           500 * time.Millisecond,
+//		WriteTimeout:          500 * time.Millisecond,
+//	})
+//
+// # What Redis can lose, and what it costs
+//
+// Exactly-once holds as long as Redis keeps what it was told. Two of its
+// ordinary behaviours break that, and each costs the same: the handler
+// runs a second time for a key whose claim or result was lost.
+//
+//   - Eviction. With a maxmemory-policy of allkeys-* (allkeys-lru,
+//     allkeys-lfu, allkeys-random) a full Redis deletes any key, and with
+//     volatile-* (volatile-lru, volatile-lfu, volatile-random,
+//     volatile-ttl) any key with an expiry, which every key of this store
+//     has: a claim or a saved result can vanish, and a retry then runs
+//     the handler again. Give the store a Redis (or a database of one)
+//     with maxmemory-policy noeviction: when full, it refuses writes, and
+//     the middleware answers 503 without running the handler, which fails
+//     closed. Size its memory for the results that one TTL brings.
+//   - Failover. Redis replicates asynchronously: a claim or a result
+//     acknowledged by a primary that fails before its replica got it is
+//     gone once the replica is promoted (Redis Sentinel and Cluster both
+//     allow it), and the retry runs the handler again, or runs beside a
+//     request still in flight. WAIT narrows the window but does not close
+//     it. Where a second run must never happen, record the key with the
+//     handler's effect in the service's own database (a unique constraint
+//     in the same transaction) and treat this store as the fast path.
 package redisstore
