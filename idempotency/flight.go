@@ -134,7 +134,8 @@ func (m *Middleware) handlerContext(r *http.Request) (context.Context, context.C
 		parent, stop = context.WithTimeout(parent, m.opts.HandlerTimeout)
 	} else {
 		// A deadline, not a wait (WithTimeout): a fake clock that skips or
-		// reports waits must see the renewals' pauses only.
+		// reports waits, such as retrytest's, must see only the handler's
+		// own waits; the renewals are deadlines on it too (lease.go).
 		parent, stop = m.opts.Clock.WithDeadline(parent, m.opts.Clock.Now().Add(m.opts.HandlerTimeout))
 	}
 	ctx, cancel := context.WithCancelCause(parent)

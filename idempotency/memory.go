@@ -43,6 +43,12 @@ type MemoryOptions struct {
 	// [MaxEntries/10]. A scope is what Options.Scope returns for a request:
 	// one caller. Set it to MaxEntries to let one scope take the whole
 	// store, as a service whose callers all share one scope must.
+	//
+	// The bound is per scope, so it holds back one caller only if that
+	// caller cannot make new scopes at will: with the default scope (a
+	// digest of the credentials), a client that sends made-up
+	// Authorization values gets a scope for each. Authenticate before the
+	// middleware, or scope by the authenticated principal.
 	MaxScopeEntries int
 
 	// MaxScopeBytes bounds the bytes one scope holds at once
