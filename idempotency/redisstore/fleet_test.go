@@ -202,11 +202,11 @@ func TestExactlyOnceWithThreeInstancesOnOneRedis(t *testing.T) {
 			t.Parallel()
 			cfg := sc.Config
 			to := addr
-			var proxy *lossyProxy
+			var proxy *droppingProxy
 			if sc.Name == "Redis loses replies" {
 				// 3% of replies lost: go-redis's 4 tries all lose theirs
 				// about once in a million calls.
-				proxy = startLossyProxy(t, addr, 0.03, cfg.Seed)
+				proxy = startDroppingProxy(t, addr, 0.03, cfg.Seed)
 				to = proxy.addr()
 			}
 			prefix := fmt.Sprintf("e2e%d:", prefixes.Add(1))

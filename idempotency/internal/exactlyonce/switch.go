@@ -25,11 +25,11 @@ func (s *Switch) Down(down bool) { s.down.Store(down) }
 
 var errDown = errors.New("exactlyonce: store down")
 
-func (s *Switch) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+func (s *Switch) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
 	if s.down.Load() {
 		return idempotency.Claim{}, errDown
 	}
-	return s.Store.Claim(ctx, key, fp, lease)
+	return s.Store.Claim(ctx, key, token, fp, lease)
 }
 
 func (s *Switch) Renew(ctx context.Context, key, token string, lease time.Duration) error {
@@ -39,11 +39,11 @@ func (s *Switch) Renew(ctx context.Context, key, token string, lease time.Durati
 	return s.Store.Renew(ctx, key, token, lease)
 }
 
-func (s *Switch) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (s *Switch) Complete(ctx context.Context, key, token string, fp, result []byte, ttl time.Duration) error {
 	if s.down.Load() {
 		return errDown
 	}
-	return s.Store.Complete(ctx, key, token, result, ttl)
+	return s.Store.Complete(ctx, key, token, fp, result, ttl)
 }
 
 func (s *Switch) Release(ctx context.Context, key, token string) error {

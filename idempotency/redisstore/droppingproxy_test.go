@@ -11,14 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lossyProxy is a loopback TCP proxy in front of a redis-server that loses
-// replies: it passes every command on, and for a share of the replies
+// droppingProxy is a loopback TCP proxy in front of a redis-server that loses
+// replies at random, for load tests (lossyProxy, in proxy_test.go, loses
+// chosen script replies, for unit tests): it passes every command on, and
+// for a share of the replies, of any command,
 // closes the client's connection instead of passing the reply back. Redis
 // has run the command; the client sees its connection end, and go-redis
 // sends the command again on another (MaxRetries, 3 by default). That is
 // what a network that drops a reply, or a connection that dies as the
 // reply comes, does to a store call.
-type lossyProxy struct {
+type droppingProxy struct {
 	ln     net.Listener
 	target string
 	loss   float64
@@ -31,21 +33,21 @@ type lossyProxy struct {
 	wg   sync.WaitGroup
 }
 
-// startLossyProxy proxies to target, losing the share loss of replies,
+// startDroppingProxy proxies to target, losing the share loss of replies,
 // and stops when the test ends. It returns the proxy's address.
-func startLossyProxy(t *testing.T, target string, loss float64, seed uint64) *lossyProxy {
+func startDroppingProxy(t *testing.T, target string, loss float64, seed uint64) *droppingProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &lossyProxy{ln: ln, target: target, loss: loss, rnd: rand.New(rand.NewPCG(seed, seed)), conns: map[net.Conn]struct{}{}}
+	p := &droppingProxy{ln: ln, target: target, loss: loss, rnd: rand.New(rand.NewPCG(seed, seed)), conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *lossyProxy) addr() string { return p.ln.Addr().String() }
+func (p *droppingProxy) addr() string { return p.ln.Addr().String() }
 
-func (p *lossyProxy) accept() {
+func (p *droppingProxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -66,7 +68,7 @@ func (p *lossyProxy) accept() {
 
 // track registers a pair of connections, or closes them if the proxy is
 // closing.
-func (p *lossyProxy) track(conns ...net.Conn) bool {
+func (p *droppingProxy) track(conns ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns == nil {
@@ -82,7 +84,7 @@ func (p *lossyProxy) track(conns ...net.Conn) bool {
 }
 
 // commands passes the client's commands to Redis, all of them.
-func (p *lossyProxy) commands(c, s net.Conn) {
+func (p *droppingProxy) commands(c, s net.Conn) {
 	_, _ = io.Copy(s, c)
 	c.Close()
 	s.Close()
@@ -92,7 +94,7 @@ func (p *lossyProxy) commands(c, s net.Conn) {
 // connections close, with the command run and its reply unsent. Each read
 // is one reply, since go-redis sends one command at a time on a connection
 // outside pipelines.
-func (p *lossyProxy) replies(s, c net.Conn) {
+func (p *droppingProxy) replies(s, c net.Conn) {
 	defer p.untrack(c, s)
 	buf := make([]byte, 32<<10)
 	for {
@@ -113,7 +115,7 @@ func (p *lossyProxy) replies(s, c net.Conn) {
 }
 
 // untrack closes a pair of connections and forgets them.
-func (p *lossyProxy) untrack(conns ...net.Conn) {
+func (p *droppingProxy) untrack(conns ...net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range conns {
@@ -122,13 +124,13 @@ func (p *lossyProxy) untrack(conns ...net.Conn) {
 	}
 }
 
-func (p *lossyProxy) draw() bool {
+func (p *droppingProxy) draw() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.rnd.Float64() < p.loss
 }
 
-func (p *lossyProxy) close() {
+func (p *droppingProxy) close() {
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
