@@ -1,0 +1,36 @@
+package retryconfig_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormguard/retry/retryconfig"
+)
+
+// FuzzParse checks that Parse never panics, that whatever it accepts is a
+// set of valid policies, and that Marshal writes it back into a document
+// Parse accepts with the same bytes again.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(doc))
+	f.Add([]byte(`{"policies": {"p": {"maxBackoff": "5"}}}`))
+	f.Add([]byte(`{"policies": {"p": {"maxAttempts": -1, "maxElapsed": "1s", "jitter": "band:0.5"}}}`))
+	f.Add([]byte(`{"policies": {"h": {"hedging": {"maxAttempts": 9, "nonFatalStatusCodes": [1, "ABORTED"]}}}}`))
+	f.Add([]byte(`{"budgets": {"b": {"maxTokens": 1e308, "tokenRatio": 1e-300}}, "policies": {"p": {"budget": "b"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := retryconfig.Parse(data)
+		if err != nil {
+			return
+		}
+		for _, n := range cfg.Names() {
+			require.NoError(t, cfg.Policy(n).Validate(), n)
+		}
+		out, err := retryconfig.Marshal(cfg)
+		require.NoError(t, err)
+		back, err := retryconfig.Parse(out)
+		require.NoError(t, err, "%s", out)
+		again, err := retryconfig.Marshal(back)
+		require.NoError(t, err)
+		require.Equal(t, string(out), string(again))
+	})
+}

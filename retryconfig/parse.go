@@ -1,0 +1,262 @@
+package retryconfig
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stormguard/retry"
+)
+
+// Parse reads a document of named policies (see the package doc) and
+// validates all of it: any problem anywhere rejects the whole document, with
+// an error that names the path of each problem (up to ten of them). An
+// unknown field is a problem, so that a typo cannot silently leave a
+// default in place. Errors about a policy's fields match
+// retry.ErrInvalidPolicy.
+func Parse(data []byte) (*Config, error) {
+	var p problems
+	c := parseDoc(data, &p)
+	if err := p.err("invalid document"); err != nil {
+		return nil, err
+	}
+	c.bind()
+	return c, nil
+}
+
+func parseDoc(data []byte, p *problems) *Config {
+	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
+	top, err := members(data)
+	if err != nil {
+		p.add("", false, "%v", err)
+		return c
+	}
+	var policies []member
+	for _, m := range top {
+		switch m.key {
+		case "policies":
+			policies, err = members(m.val)
+			if err != nil {
+				p.add("policies", false, "%v", err)
+			}
+		case "budgets":
+			parseBudgets(c, m.val, p)
+		default:
+			p.add(m.key, false, "unknown field (want policies or budgets)")
+		}
+	}
+	for _, m := range policies {
+		e := parsePolicy("policies."+m.key, m.val, p)
+		if e.budget != "" {
+			if _, ok := c.budgets[e.budget]; !ok {
+				p.add("policies."+m.key+".budget", true, "%q is not a member of budgets", e.budget)
+			}
+		}
+		c.policies[m.key] = e
+	}
+	return c
+}
+
+func parseBudgets(c *Config, raw []byte, p *problems) {
+	bs, err := members(raw)
+	if err != nil {
+		p.add("budgets", false, "%v", err)
+		return
+	}
+	for _, m := range bs {
+		path := "budgets." + m.key
+		if m.key == "" {
+			p.add(path, false, "a budget needs a name")
+			continue
+		}
+		fields, err := members(m.val)
+		if err != nil {
+			p.add(path, false, "%v", err)
+			continue
+		}
+		b := &budget{maxTokens: 10, tokenRatio: 0.1}
+		for _, f := range fields {
+			var err error
+			switch f.key {
+			case "maxTokens":
+				b.maxTokens, err = number(f.val)
+			case "tokenRatio":
+				b.tokenRatio, err = number(f.val)
+			default:
+				p.add(path+"."+f.key, false, "unknown field (want maxTokens or tokenRatio)")
+				continue
+			}
+			if err != nil {
+				p.add(path+"."+f.key, false, "%v", err)
+			}
+		}
+		nb, err := retry.NewBudget(b.maxTokens, b.tokenRatio)
+		if err != nil {
+			p.add(path, false, "%s", strings.TrimPrefix(err.Error(), "retry: NewBudget: "))
+			continue
+		}
+		b.b = nb
+		c.budgets[m.key] = b
+	}
+}
+
+// parsePolicy reads one policy of our format at path.
+func parsePolicy(path string, raw []byte, p *problems) *entry {
+	e := &entry{}
+	fields, err := members(raw)
+	if err != nil {
+		p.add(path, true, "%v", err)
+		return e
+	}
+	bad := false
+	fail := func(field string, err error) {
+		bad = true
+		p.add(path+"."+field, true, "%v", err)
+	}
+	dur := func(field string, raw []byte, dst *time.Duration) {
+		d, err := durationJSON(raw)
+		if err != nil {
+			fail(field, err)
+			return
+		}
+		*dst = d
+	}
+	pol := &e.policy
+	for _, f := range fields {
+		switch f.key {
+		case "maxAttempts":
+			n, err := integer(f.val)
+			if err == nil && n == 0 {
+				err = errorf("0 is not allowed: write 1 for no retries, or leave the field out for the default (4)")
+			}
+			if err != nil {
+				fail(f.key, err)
+				continue
+			}
+			pol.MaxAttempts = n
+		case "baseBackoff":
+			dur(f.key, f.val, &pol.BaseBackoff)
+		case "maxBackoff":
+			dur(f.key, f.val, &pol.MaxBackoff)
+		case "maxElapsed":
+			dur(f.key, f.val, &pol.MaxElapsed)
+		case "attemptTimeout":
+			dur(f.key, f.val, &pol.AttemptTimeout)
+		case "factor":
+			x, err := number(f.val)
+			if err == nil && x != 0 && x < 1 {
+				err = errorf("%v is below 1: backoffs would shrink", x)
+			}
+			if err != nil {
+				fail(f.key, err)
+				continue
+			}
+			pol.Factor = x
+		case "jitter":
+			s, err := str(f.val)
+			if err == nil {
+				pol.Jitter, e.jitter, err = parseJitter(s)
+			}
+			if err != nil {
+				fail(f.key, err)
+			}
+		case "retryableStatusCodes":
+			var err error
+			e.http, e.grpc, err = parseCodes(f.val)
+			if err != nil {
+				fail(f.key, err)
+			}
+		case "budget":
+			s, err := str(f.val)
+			if err == nil && s == "" {
+				err = errorf("the empty name is no budget: leave the field out")
+			}
+			if err != nil {
+				fail(f.key, err)
+				continue
+			}
+			e.budget = s
+		case "hedging":
+			h, err := parseHedging(f.val, false)
+			if err != nil {
+				fail(f.key, err)
+				continue
+			}
+			e.hedging = h
+		default:
+			bad = true
+			p.add(path+"."+f.key, true, "unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
+		}
+	}
+	if !bad {
+		checkPolicy(path, pol, p)
+	}
+	return e
+}
+
+// checkPolicy runs the checks that span fields, naming the fields as the
+// document does, then Policy.Validate for anything else.
+func checkPolicy(path string, pol *retry.Policy, p *problems) {
+	if pol.MaxBackoff != 0 && pol.BaseBackoff > pol.MaxBackoff {
+		p.add(path+".maxBackoff", true, "%v is below baseBackoff %v", pol.MaxBackoff, pol.BaseBackoff)
+		return
+	}
+	if pol.MaxAttempts < 0 && pol.MaxElapsed == 0 {
+		p.add(path+".maxAttempts", true, "%d (no limit) needs maxElapsed, or nothing ends the loop", pol.MaxAttempts)
+		return
+	}
+	if err := pol.Validate(); err != nil {
+		p.add(path, true, "%s", strings.TrimPrefix(err.Error(), retry.ErrInvalidPolicy.Error()+": "))
+	}
+}
+
+// parseJitter reads a jitter's name and returns it with its canonical text.
+func parseJitter(s string) (retry.Jitter, string, error) {
+	switch s {
+	case "full":
+		return retry.FullJitter, s, nil
+	case "equal":
+		return retry.EqualJitter, s, nil
+	case "decorrelated":
+		return retry.DecorrelatedJitter, s, nil
+	case "none":
+		return retry.NoJitter, s, nil
+	}
+	if spread, ok := strings.CutPrefix(s, "band:"); ok {
+		x, err := strconv.ParseFloat(spread, 64)
+		if err != nil || !(x >= 0 && x <= 1) {
+			return nil, "", errorf("%q: the spread after band: must be a number in [0, 1], such as \"band:0.3\"", s)
+		}
+		return retry.BandJitter(x), "band:" + strconv.FormatFloat(x, 'g', -1, 64), nil
+	}
+	return nil, "", errorf("%q is not a jitter (want full, equal, decorrelated, none or band:<spread>)", s)
+}
+
+// parseCodes reads retryableStatusCodes: numbers are HTTP statuses,
+// strings gRPC code names.
+func parseCodes(raw []byte) (http []int, grpc []uint32, err error) {
+	els, err := elements(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, el := range els {
+		if len(el) > 0 && el[0] == '"' {
+			s, _ := str(el)
+			c, ok := grpcCode(s)
+			if !ok {
+				return nil, nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, s)
+			}
+			grpc = append(grpc, c)
+			continue
+		}
+		n, err := integer(el)
+		if err != nil || n < 100 || n > 599 {
+			return nil, nil, errorf("[%d]: %s is not an HTTP status (100 to 599) or a gRPC code name", i, describe(el))
+		}
+		http = append(http, n)
+	}
+	if http == nil && grpc == nil {
+		return nil, nil, errorf("the list is empty: list the codes to retry, or leave the field out for the default")
+	}
+	return http, grpc, nil
+}
