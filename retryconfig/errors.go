@@ -1,7 +1,6 @@
 package retryconfig
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -45,7 +44,15 @@ func (p *problems) add(path string, policy bool, format string, args ...any) {
 	p.errs = append(p.errs, &pathError{path: path, msg: fmt.Sprintf(format, args...), policy: policy})
 }
 
-func (p *problems) ok() bool { return len(p.errs) == 0 }
+// has reports whether a problem was found at path already.
+func (p *problems) has(path string) bool {
+	for _, e := range p.errs {
+		if e.path == path {
+			return true
+		}
+	}
+	return false
+}
 
 // err returns nil, or one error that lists every problem and matches each
 // of them with errors.Is.
@@ -88,5 +95,3 @@ func (e *docError) Unwrap() []error {
 	}
 	return errs
 }
-
-var _ = errors.Is // errors.Is walks Unwrap() []error, which docError has

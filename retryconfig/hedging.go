@@ -35,7 +35,7 @@ func parseHedging(raw []byte, service bool) (*Hedging, error) {
 		case "nonFatalStatusCodes":
 			cs, err := grpcCodes(f.val)
 			if err != nil {
-				return nil, errorf("nonFatalStatusCodes%v", err)
+				return nil, errorf("nonFatalStatusCodes: %v", err)
 			}
 			h.NonFatalCodes = cs
 		default:
@@ -52,11 +52,11 @@ func parseHedging(raw []byte, service bool) (*Hedging, error) {
 }
 
 // grpcCodes reads a list of gRPC codes, as names or, as service configs
-// may write them, numbers 0 to 16. Its errors start with the index.
+// may write them, numbers 0 to 16.
 func grpcCodes(raw []byte) ([]uint32, error) {
 	els, err := elements(raw)
 	if err != nil {
-		return nil, errorf(": %v", err)
+		return nil, err
 	}
 	cs := make([]uint32, 0, len(els))
 	for i, el := range els {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 )
@@ -15,63 +14,63 @@ type member struct {
 	val json.RawMessage
 }
 
-// members splits a JSON object into its members, rejecting anything else,
-// a duplicate key (which encoding/json would silently resolve to the last
-// one) and trailing data.
+// members splits a JSON object into its members, rejecting anything else
+// and a duplicate key (which encoding/json would silently resolve to the
+// last one). raw must be part of a document that validDocument accepted.
 func members(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", syntaxText(err))
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
 		return nil, fmt.Errorf("%s is not an object", describe(raw))
 	}
-	var ms []member
-	seen := make(map[string]bool)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", syntaxText(err))
+	ms := make([]member, 0, 8)
+	var seen map[string]bool
+	for i = skipSpace(raw, i+1); raw[i] != '}'; {
+		kend, _ := skipString(raw, i)
+		key := unquote(raw[i:kend])
+		vstart := skipSpace(raw, skipSpace(raw, kend)+1)
+		vend, _ := skipValue(raw, vstart, 0)
+		if len(ms) == 8 && seen == nil {
+			seen = make(map[string]bool, 16)
+			for _, m := range ms {
+				seen[m.key] = true
+			}
 		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", syntaxText(err))
+		dup := seen[key]
+		if seen == nil {
+			for _, m := range ms {
+				dup = dup || m.key == key
+			}
+		} else {
+			seen[key] = true
 		}
-		if seen[key] {
+		if dup {
 			return nil, fmt.Errorf("%q appears twice", key)
 		}
-		seen[key] = true
-		ms = append(ms, member{key, val})
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, fmt.Errorf("not valid JSON: %v", syntaxText(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("not valid JSON: data after the object")
+		ms = append(ms, member{key, raw[vstart:vend:vend]})
+		if i = skipSpace(raw, vend); raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
 	}
 	return ms, nil
 }
 
 // elements splits a JSON array into its elements.
 func elements(raw []byte) ([]json.RawMessage, error) {
-	var els []json.RawMessage
-	if len(raw) == 0 || raw[0] != '[' {
+	i := skipSpace(raw, 0)
+	if raw[i] != '[' {
 		return nil, fmt.Errorf("%s is not an array", describe(raw))
 	}
-	if err := json.Unmarshal(raw, &els); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", syntaxText(err))
+	var els []json.RawMessage
+	for i = skipSpace(raw, i+1); raw[i] != ']'; {
+		end, _ := skipValue(raw, i, 0)
+		els = append(els, raw[i:end:end])
+		if i = skipSpace(raw, end); raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
 	}
 	return els, nil
 }
 
-func syntaxText(err error) string {
-	if se, ok := err.(*json.SyntaxError); ok {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	return err.Error()
-}
 
 // describe quotes a value for an error message, cut short if long: a
 // document is configuration, not a secret, but it can be large.
@@ -91,11 +90,13 @@ func str(raw []byte) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", fmt.Errorf("%s is not a string", describe(raw))
 	}
+	return unquote(raw), nil
+}
+
+func unquoteSlow(raw []byte) string {
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("%s is not a valid string", describe(raw))
-	}
-	return s, nil
+	_ = json.Unmarshal(raw, &s) // skipString has checked raw
+	return s
 }
 
 // integer decodes a JSON number that is a whole number within int32, which

@@ -26,6 +26,10 @@ func Parse(data []byte) (*Config, error) {
 
 func parseDoc(data []byte, p *problems) *Config {
 	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
+	if err := validDocument(data); err != nil {
+		p.add("", false, "%v", err)
+		return c
+	}
 	top, err := members(data)
 	if err != nil {
 		p.add("", false, "%v", err)

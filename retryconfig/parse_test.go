@@ -106,7 +106,7 @@ func TestParseErrors(t *testing.T) {
 		{"not an object", `[]`, `[] is not an object`, false},
 		{"policy not an object", `{"policies": {"p": 3}}`, `policies.p: 3 is not an object`, true},
 		{"syntax", `{"policies": {`, `not valid JSON`, false},
-		{"trailing data", `{} {}`, `data after the object`, false},
+		{"trailing data", `{} {}`, `not valid JSON: data after the value at byte 3`, false},
 		{"empty", ``, `not valid JSON`, false},
 	}
 	for _, tt := range tests {
