@@ -71,7 +71,6 @@ func elements(raw []byte) ([]json.RawMessage, error) {
 	return els, nil
 }
 
-
 // describe quotes a value for an error message, cut short if long: a
 // document is configuration, not a secret, but it can be large.
 func describe(raw []byte) string {
