@@ -1,6 +1,7 @@
 package retryconfig
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -23,10 +24,12 @@ import (
 type Live struct {
 	cur atomic.Pointer[snapshot]
 	mu  sync.Mutex // serializes Update, so that versions and budgets follow one history
+	ovr *Overrides // under mu: applied to every Config Update accepts
 }
 
 type snapshot struct {
 	cfg     *Config
+	base    *Config // cfg before the Overrides, for a later Override
 	version uint64
 }
 
@@ -38,7 +41,7 @@ func NewLive(cfg *Config) *Live {
 		cfg = &Config{}
 	}
 	l := &Live{}
-	l.cur.Store(&snapshot{cfg: cfg, version: 1})
+	l.cur.Store(&snapshot{cfg: cfg, base: cfg, version: 1})
 	return l
 }
 
@@ -54,18 +57,49 @@ func (l *Live) Update(data []byte) error {
 	if old.cfg.service {
 		parse = ParseServiceConfig
 	}
-	cfg, err := parse(data)
+	base, err := parse(data)
 	if err != nil {
 		return err
 	}
+	cfg := base
+	if l.ovr != nil {
+		if cfg, err = l.ovr.Apply(base); err != nil {
+			return err
+		}
+	}
+	l.store(old, cfg, base)
+	return nil
+}
+
+// Override applies o to the current Config, and to every Config that
+// Update accepts from now on, so that a flag or an environment variable
+// keeps its precedence over the file across reloads. It counts as an
+// update: it returns an error and changes nothing if o makes a policy
+// invalid. Later changes to o have no effect; call Override again.
+func (l *Live) Override(o *Overrides) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o = &Overrides{env: slices.Clone(o.env), flags: slices.Clone(o.flags)}
+	old := l.cur.Load()
+	cfg, err := o.Apply(old.base)
+	if err != nil {
+		return err
+	}
+	l.ovr = o
+	l.store(old, cfg, old.base)
+	return nil
+}
+
+// store publishes cfg, made from base, after old, carrying over old's
+// budgets.
+func (l *Live) store(old *snapshot, cfg, base *Config) {
 	for name, b := range cfg.budgets {
-		if ob, ok := old.cfg.budgets[name]; ok && ob.maxTokens == b.maxTokens && ob.tokenRatio == b.tokenRatio {
+		if ob, ok := old.cfg.budgets[name]; ok && ob.b != b.b && ob.maxTokens == b.maxTokens && ob.tokenRatio == b.tokenRatio {
 			b.b = ob.b
 		}
 	}
 	cfg.bind() // cfg is not published yet: binding its policies is safe
-	l.cur.Store(&snapshot{cfg: cfg, version: old.version + 1})
-	return nil
+	l.cur.Store(&snapshot{cfg: cfg, base: base, version: old.version + 1})
 }
 
 // Policy returns the current Config's Policy(name). It does not lock or

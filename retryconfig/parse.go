@@ -3,7 +3,6 @@ package retryconfig
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/stormguard/retry"
 )
@@ -113,89 +112,77 @@ func parsePolicy(path string, raw []byte, p *problems) *entry {
 		return e
 	}
 	bad := false
-	fail := func(field string, err error) {
-		bad = true
-		p.add(path+"."+field, true, "%v", err)
-	}
-	dur := func(field string, raw []byte, dst *time.Duration) {
-		d, err := durationJSON(raw)
-		if err != nil {
-			fail(field, err)
-			return
+	for _, f := range fields {
+		if err := e.set(f.key, f.val); err != nil {
+			bad = true
+			p.add(path+"."+f.key, true, "%v", err)
 		}
-		*dst = d
 	}
 	pol := &e.policy
-	for _, f := range fields {
-		switch f.key {
-		case "maxAttempts":
-			n, err := integer(f.val)
-			if err == nil && n == 0 {
-				err = errorf("0 is not allowed: write 1 for no retries, or leave the field out for the default (4)")
-			}
-			if err != nil {
-				fail(f.key, err)
-				continue
-			}
-			pol.MaxAttempts = n
-		case "baseBackoff":
-			dur(f.key, f.val, &pol.BaseBackoff)
-		case "maxBackoff":
-			dur(f.key, f.val, &pol.MaxBackoff)
-		case "maxElapsed":
-			dur(f.key, f.val, &pol.MaxElapsed)
-		case "attemptTimeout":
-			dur(f.key, f.val, &pol.AttemptTimeout)
-		case "factor":
-			x, err := number(f.val)
-			if err == nil && x != 0 && x < 1 {
-				err = errorf("%v is below 1: backoffs would shrink", x)
-			}
-			if err != nil {
-				fail(f.key, err)
-				continue
-			}
-			pol.Factor = x
-		case "jitter":
-			s, err := str(f.val)
-			if err == nil {
-				pol.Jitter, e.jitter, err = parseJitter(s)
-			}
-			if err != nil {
-				fail(f.key, err)
-			}
-		case "retryableStatusCodes":
-			var err error
-			e.http, e.grpc, err = parseCodes(f.val)
-			if err != nil {
-				fail(f.key, err)
-			}
-		case "budget":
-			s, err := str(f.val)
-			if err == nil && s == "" {
-				err = errorf("the empty name is no budget: leave the field out")
-			}
-			if err != nil {
-				fail(f.key, err)
-				continue
-			}
-			e.budget = s
-		case "hedging":
-			h, err := parseHedging(f.val, false)
-			if err != nil {
-				fail(f.key, err)
-				continue
-			}
-			e.hedging = h
-		default:
-			bad = true
-			p.add(path+"."+f.key, true, "unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
-		}
-	}
 	if !bad {
 		checkPolicy(path, pol, p)
 	}
 	return e
+}
+
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
+
+// set sets one field of a policy of our format from its JSON value.
+func (e *entry) set(key string, raw []byte) error {
+	pol := &e.policy
+	var err error
+	switch key {
+	case "maxAttempts":
+		var n int
+		n, err = integer(raw)
+		if err == nil && n == 0 {
+			err = errorf("0 is not allowed: write 1 for no retries, or leave the field out for the default (4)")
+		}
+		if err == nil {
+			pol.MaxAttempts = n
+		}
+	case "baseBackoff":
+		pol.BaseBackoff, err = durationJSON(raw)
+	case "maxBackoff":
+		pol.MaxBackoff, err = durationJSON(raw)
+	case "maxElapsed":
+		pol.MaxElapsed, err = durationJSON(raw)
+	case "attemptTimeout":
+		pol.AttemptTimeout, err = durationJSON(raw)
+	case "factor":
+		var x float64
+		x, err = number(raw)
+		if err == nil && x != 0 && x < 1 {
+			err = errorf("%v is below 1: backoffs would shrink", x)
+		}
+		if err == nil {
+			pol.Factor = x
+		}
+	case "jitter":
+		var s string
+		if s, err = str(raw); err == nil {
+			pol.Jitter, e.jitter, err = parseJitter(s)
+		}
+	case "retryableStatusCodes":
+		e.http, e.grpc, err = parseCodes(raw)
+	case "budget":
+		var s string
+		s, err = str(raw)
+		if err == nil && s == "" {
+			err = errorf("the empty name is no budget: leave the field out")
+		}
+		if err == nil {
+			e.budget = s
+		}
+	case "hedging":
+		var h *Hedging
+		if h, err = parseHedging(raw, false); err == nil {
+			e.hedging = h
+		}
+	default:
+		return errUnknownField
+	}
+	return err
 }
 
 // checkPolicy runs the checks that span fields, naming the fields as the
