@@ -63,6 +63,12 @@ func durationJSON(raw []byte) (time.Duration, error) {
 			return 0, fmt.Errorf("%s is a bare number: write a duration with a unit as a string, such as \"%ss\"", describe(raw), describe(raw))
 		}
 	}
+	if len(raw) > 2 && raw[0] == '"' {
+		// The common case, without allocating a string that escapes.
+		if d, err := time.ParseDuration(string(raw[1 : len(raw)-1])); err == nil && d >= 0 {
+			return d, nil
+		}
+	}
 	s, err := str(raw)
 	if err != nil {
 		return 0, err

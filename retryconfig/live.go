@@ -28,7 +28,7 @@ type Live struct {
 }
 
 type snapshot struct {
-	cfg     *Config
+	cfg     Config  // a copy, so that Policy follows one pointer
 	base    *Config // cfg before the Overrides, for a later Override
 	version uint64
 }
@@ -41,7 +41,7 @@ func NewLive(cfg *Config) *Live {
 		cfg = &Config{}
 	}
 	l := &Live{}
-	l.cur.Store(&snapshot{cfg: cfg, base: cfg, version: 1})
+	l.cur.Store(&snapshot{cfg: *cfg, base: cfg, version: 1})
 	return l
 }
 
@@ -99,7 +99,7 @@ func (l *Live) store(old *snapshot, cfg, base *Config) {
 		}
 	}
 	cfg.bind() // cfg is not published yet: binding its policies is safe
-	l.cur.Store(&snapshot{cfg: cfg, base: base, version: old.version + 1})
+	l.cur.Store(&snapshot{cfg: *cfg, base: base, version: old.version + 1})
 }
 
 // Policy returns the current Config's Policy(name). It does not lock or
@@ -111,7 +111,7 @@ func (l *Live) Policy(name string) retry.Policy {
 // Config returns the current Config, for what Policy does not tell (status
 // codes, hedging). Take it once per call, as Policy is taken.
 func (l *Live) Config() *Config {
-	return l.cur.Load().cfg
+	return &l.cur.Load().cfg
 }
 
 // Version counts the accepted configs: 1 for the first, one more for each

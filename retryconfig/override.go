@@ -210,7 +210,7 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 			p.add("policies."+name+".budget", true, "%q is not a member of budgets", e.budget)
 			continue
 		}
-		checkPolicy("policies."+name, &e.policy, &p)
+		checkPolicy(name, &e.policy, &p)
 	}
 	if err := p.err("invalid overrides"); err != nil {
 		return nil, err

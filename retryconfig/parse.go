@@ -25,10 +25,6 @@ func Parse(data []byte) (*Config, error) {
 
 func parseDoc(data []byte, p *problems) *Config {
 	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
-	if err := validDocument(data); err != nil {
-		p.add("", false, "%v", err)
-		return c
-	}
 	top, err := members(data)
 	if err != nil {
 		p.add("", false, "%v", err)
@@ -49,7 +45,7 @@ func parseDoc(data []byte, p *problems) *Config {
 		}
 	}
 	for _, m := range policies {
-		e := parsePolicy("policies."+m.key, m.val, p)
+		e := parsePolicy(m.key, m.val, p)
 		if e.budget != "" {
 			if _, ok := c.budgets[e.budget]; !ok {
 				p.add("policies."+m.key+".budget", true, "%q is not a member of budgets", e.budget)
@@ -103,24 +99,24 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 	}
 }
 
-// parsePolicy reads one policy of our format at path.
-func parsePolicy(path string, raw []byte, p *problems) *entry {
+// parsePolicy reads the policy of our format named name.
+func parsePolicy(name string, raw []byte, p *problems) *entry {
 	e := &entry{}
 	fields, err := members(raw)
-	if err != nil {
-		p.add(path, true, "%v", err)
+	if err != nil { // paths are built only for an error: a thousand concatenations add up
+		p.add("policies."+name, true, "%v", err)
 		return e
 	}
 	bad := false
 	for _, f := range fields {
 		if err := e.set(f.key, f.val); err != nil {
 			bad = true
-			p.add(path+"."+f.key, true, "%v", err)
+			p.add("policies."+name+"."+f.key, true, "%v", err)
 		}
 	}
 	pol := &e.policy
 	if !bad {
-		checkPolicy(path, pol, p)
+		checkPolicy(name, pol, p)
 	}
 	return e
 }
@@ -187,17 +183,17 @@ func (e *entry) set(key string, raw []byte) error {
 
 // checkPolicy runs the checks that span fields, naming the fields as the
 // document does, then Policy.Validate for anything else.
-func checkPolicy(path string, pol *retry.Policy, p *problems) {
+func checkPolicy(name string, pol *retry.Policy, p *problems) {
 	if pol.MaxBackoff != 0 && pol.BaseBackoff > pol.MaxBackoff {
-		p.add(path+".maxBackoff", true, "%v is below baseBackoff %v", pol.MaxBackoff, pol.BaseBackoff)
+		p.add("policies."+name+".maxBackoff", true, "%v is below baseBackoff %v", pol.MaxBackoff, pol.BaseBackoff)
 		return
 	}
 	if pol.MaxAttempts < 0 && pol.MaxElapsed == 0 {
-		p.add(path+".maxAttempts", true, "%d (no limit) needs maxElapsed, or nothing ends the loop", pol.MaxAttempts)
+		p.add("policies."+name+".maxAttempts", true, "%d (no limit) needs maxElapsed, or nothing ends the loop", pol.MaxAttempts)
 		return
 	}
 	if err := pol.Validate(); err != nil {
-		p.add(path, true, "%s", strings.TrimPrefix(err.Error(), retry.ErrInvalidPolicy.Error()+": "))
+		p.add("policies."+name, true, "%s", strings.TrimPrefix(err.Error(), retry.ErrInvalidPolicy.Error()+": "))
 	}
 }
 

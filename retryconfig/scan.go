@@ -181,5 +181,25 @@ func unquote(raw []byte) string {
 	if !utf8.Valid(inner) {
 		return unquoteSlow(raw)
 	}
+	switch string(inner) { // the names of fields, without an allocation each
+	case "maxAttempts":
+		return "maxAttempts"
+	case "baseBackoff":
+		return "baseBackoff"
+	case "factor":
+		return "factor"
+	case "maxBackoff":
+		return "maxBackoff"
+	case "maxElapsed":
+		return "maxElapsed"
+	case "attemptTimeout":
+		return "attemptTimeout"
+	case "jitter":
+		return "jitter"
+	case "retryableStatusCodes":
+		return "retryableStatusCodes"
+	case "budget":
+		return "budget"
+	}
 	return string(inner)
 }
