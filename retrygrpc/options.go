@@ -5,6 +5,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/retryconfig"
 	"google.golang.org/grpc/codes"
 )
 
@@ -91,7 +92,8 @@ type config struct {
 	maxRetryAfter     time.Duration
 	grpcRetryDisabled bool
 	noHold            bool
-	holds             holds.Set // targets that asked to be held back
+	holds             holds.Set         // targets that asked to be held back
+	policies          *retryconfig.Live // WithPolicies: each call's policy, by method
 }
 
 func newConfig(p retry.Policy, opts []Option) *config {
