@@ -51,3 +51,21 @@ func ExampleMarshal() {
 	//   }
 	// }
 }
+
+func ExampleLive() {
+	cfg, _ := retryconfig.Parse([]byte(`{"policies": {"payments": {"maxAttempts": 2}}}`))
+	live := retryconfig.NewLive(cfg)
+
+	// A reload with a typo is rejected whole; calls keep the last good config.
+	err := live.Update([]byte(`{"policies": {"payments": {"maxAttempts": 1, "maxBackof": "1s"}}}`))
+	fmt.Println(err)
+	fmt.Println(live.Version(), live.Policy("payments").MaxAttempts)
+
+	// A good one is taken by every call that starts after it.
+	_ = live.Update([]byte(`{"policies": {"payments": {"maxAttempts": 1}}}`))
+	fmt.Println(live.Version(), live.Policy("payments").MaxAttempts)
+	// Output:
+	// retryconfig: policies.payments.maxBackof: unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)
+	// 1 2
+	// 2 1
+}
