@@ -1,6 +1,7 @@
 package retrygrpc
 
 import (
+	"context"
 	"time"
 
 	"github.com/stormguard/retry"
@@ -92,8 +93,10 @@ type config struct {
 	maxRetryAfter     time.Duration
 	grpcRetryDisabled bool
 	noHold            bool
-	holds             holds.Set         // targets that asked to be held back
-	policies          *retryconfig.Live // WithPolicies: each call's policy, by method
+	holds             holds.Set // targets that asked to be held back
+
+	policies *retryconfig.Live                // WithPolicies: each call's policy, by method
+	onDone   []func(context.Context, Summary) // WithOnDone's hooks, in order
 }
 
 func newConfig(p retry.Policy, opts []Option) *config {

@@ -83,7 +83,8 @@ func (c *call) origin() string {
 func (c *call) attempt(loop context.Context) error {
 	c.n++
 	c.loop = loop
-	if err := c.awaitHold(loop); err != nil {
+	sent, err := c.awaitHold(loop)
+	if err != nil {
 		c.cur, c.status, c.err = nil, 0, err
 		return err
 	}
@@ -96,7 +97,7 @@ func (c *call) attempt(loop context.Context) error {
 		return err
 	}
 	c.cur, c.status, c.err = a, a.resp.StatusCode, nil
-	c.noteHold(a.resp)
+	c.noteHold(a.resp, sent)
 	if c.t.Refresh != nil {
 		c.t.auth.answered(c.origin(), a.auth, a.resp.StatusCode)
 	}

@@ -91,13 +91,19 @@ type Transport struct {
 	// Transport gives up [none]. See the package doc for what it logs.
 	Logger *slog.Logger
 
-	// Hedger, if set, hedges the requests that are safe to repeat (an
-	// idempotent method or a key, and a body GetBody can replay): when no
-	// attempt has answered for the Hedger's delay, another copy is sent,
-	// and the first answer that is not a failure wins; the others are
-	// canceled, and their responses drained and closed [none]. Only
-	// Transports without Refresh hedge. See retry.Hedger.
+	// Hedger, if set, hedges reads (GET, HEAD, OPTIONS): when no attempt
+	// has answered for the Hedger's delay, another copy is sent, and the
+	// first answer that is not a failure wins; the others are canceled,
+	// and their responses drained and closed [none]. Only Transports
+	// without Refresh hedge. See retry.Hedger.
 	Hedger *retry.Hedger
+
+	// HedgeWrites lets the Hedger hedge the writes that are safe to
+	// repeat too: PUT, DELETE, and requests with an idempotency key, each
+	// with a body GetBody can replay [false]. Set it only where a copy's
+	// answer is as good as the first's: a copy's quick 404 or 412 can beat
+	// the first copy's 2xx and end the request.
+	HedgeWrites bool
 
 	// CheckResponse, if set, judges every response, whatever its status,
 	// before the Classifier does [none]: for an API that answers a failure

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/retrytest"
@@ -64,4 +66,38 @@ func ExampleHandlerTransport() {
 	fmt.Println(err, calls.Load(), body)
 	// Output:
 	// <nil> 2 ok
+}
+
+// Run lets calls that run at the same time share one Clock: time moves
+// only when every call waits, so each Trace shows its own waits alone. And
+// an attempt that hangs, as on a server that never answers, ends at its
+// AttemptTimeout in fake time instead of hanging the test.
+func ExampleClock_Run() {
+	clk := retrytest.NewClock()
+	p := retry.Policy{Clock: clk, Jitter: retry.NoJitter, MaxElapsed: time.Minute}
+
+	traces := make([]retry.Trace, 3)
+	var wg sync.WaitGroup
+	for i := range traces {
+		wg.Go(func() {
+			op := retrytest.Script(errors.New("503"), errors.New("503"))
+			clk.Run(func() { traces[i], _ = retry.Do(context.Background(), op.Call, p) })
+		})
+	}
+	wg.Wait()
+	for _, tr := range traces {
+		fmt.Println(tr.Attempts(), tr.Waits(), tr.Elapsed())
+	}
+
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	p.AttemptTimeout, p.MaxAttempts = time.Second, 2
+	var tr retry.Trace
+	var err error
+	clk.Run(func() { tr, err = retry.Do(context.Background(), hang, p) })
+	fmt.Println(errors.Is(err, retry.ErrExhausted), tr.Attempts(), tr.Elapsed())
+	// Output:
+	// 3 [200ms 400ms] 600ms
+	// 3 [200ms 400ms] 600ms
+	// 3 [200ms 400ms] 600ms
+	// true 2 2.2s
 }

@@ -162,12 +162,11 @@ func TestFleetLeaseIsRenewedAndACrashedHolderIsTakenOver(t *testing.T) {
 	t.Run("renewed while the handler runs", func(t *testing.T) {
 		slow := postAsync(a, "slow", "{}")
 		recv(t, o.started, "the handler on A")
-		for range 9 { // 9s: three leases
-			d := recv(t, clk.Waits(), "a renewal wait")
-			advance(t, rdb, f.prefix, d)
-			clk.Add(d)
+		for range 9 { // 9s: three leases; a renewal every Lease/3
+			advance(t, rdb, f.prefix, time.Second)
+			clk.Add(time.Second)
+			awaitRenewal(t, rdb, f.prefix, lease)
 		}
-		recv(t, clk.Waits(), "the wait after the last renewal")
 		assert.Equal(t, http.StatusConflict, mustPost(t, b, "slow", "{}").status, "A still holds its key")
 		o.release <- struct{}{}
 		assert.Equal(t, http.StatusCreated, recv(t, slow, "A's reply").status)
