@@ -45,6 +45,10 @@ func parseDoc(data []byte, p *problems) *Config {
 		}
 	}
 	for _, m := range policies {
+		if m.key == "" {
+			p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+			continue
+		}
 		e := parsePolicy(m.key, m.val, p)
 		if e.budget != "" {
 			if _, ok := c.budgets[e.budget]; !ok {

@@ -102,6 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad budget", `{"budgets": {"b": {"maxTokens": -1}}, "policies": {}}`, `budgets.b: maxTokens -1 is not a positive finite number`, false},
 		{"unknown budget field", `{"budgets": {"b": {"tokens": 1}}}`, `budgets.b.tokens: unknown field`, false},
 		{"bad hedging", `{"policies": {"p": {"hedging": {"maxAttempts": 1}}}}`, `policies.p.hedging: maxAttempts: 1 must be above 1`, true},
+		{"empty name", `{"policies": {"": {}}}`, `policies: a policy needs a name`, false},
 		{"duplicate key", `{"policies": {"p": {}, "p": {}}}`, `policies: "p" appears twice`, false},
 		{"not an object", `[]`, `[] is not an object`, false},
 		{"policy not an object", `{"policies": {"p": 3}}`, `policies.p: 3 is not an object`, true},
