@@ -25,6 +25,10 @@ func Parse(data []byte) (*Config, error) {
 
 func parseDoc(data []byte, p *problems) *Config {
 	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
+	if err := validDocument(data); err != nil {
+		p.add("", false, "%v", err)
+		return c
+	}
 	top, err := members(data)
 	if err != nil {
 		p.add("", false, "%v", err)
@@ -43,6 +47,9 @@ func parseDoc(data []byte, p *problems) *Config {
 		default:
 			p.add(m.key, false, "unknown field (want policies or budgets)")
 		}
+	}
+	if len(policies) > 8 {
+		c.policies = make(map[string]*entry, len(policies))
 	}
 	for _, m := range policies {
 		if m.key == "" {
