@@ -89,3 +89,18 @@ func TestWithPoliciesUpdateAndCallPolicy(t *testing.T) {
 		assert.Equal(t, 4, tr.Attempts(), "CallPolicy wins")
 	})
 }
+
+// The stream interceptor takes its policy from WithPolicies too.
+func TestWithPoliciesStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [` +
+			methodConfig(`{"service": "grpc.testing.TestService", "method": "StreamingOutputCall"}`, 3, "UNAVAILABLE") + `]}`))
+		require.NoError(t, err)
+		srv := newServer(fail(codes.Unavailable))
+		c := dial(t, srv, withStreamRetry(retry.Policy{MaxAttempts: 9}, retrygrpc.WithAllIdempotent(),
+			retrygrpc.WithPolicies(retryconfig.NewLive(cfg))))
+		_, err = drain(watch(t.Context(), t, c, "x"))
+		require.Error(t, err)
+		assert.Len(t, srv.seen(), 3)
+	})
+}
