@@ -79,6 +79,9 @@ func (o *Overrides) Set(s string) error {
 // variable with the prefix whose field this package does not know is an
 // error, so that a typo is not silently ignored.
 func (o *Overrides) FromEnv(prefix string, environ []string) error {
+	if prefix == "" {
+		return fmt.Errorf("retryconfig: FromEnv needs a prefix, such as \"RETRY_\"")
+	}
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		rest, ok := strings.CutPrefix(name, prefix)

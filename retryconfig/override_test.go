@@ -58,6 +58,7 @@ func TestOverridesErrors(t *testing.T) {
 	assert.ErrorContains(t, o.Set("payments.maxAtempts=2"), `unknown field`)
 	assert.ErrorContains(t, o.Set("payments.hedging={}"), `set it in the document`)
 	assert.ErrorContains(t, o.FromEnv("RETRY_", []string{"RETRY_PAYMENTS_MAX_ATEMPTS=2"}), `RETRY_PAYMENTS_MAX_ATEMPTS: want RETRY_<POLICY>_<FIELD>`)
+	assert.ErrorContains(t, o.FromEnv("", []string{"HOME=/root"}), "needs a prefix")
 	assert.ErrorContains(t, o.FromEnv("RETRY_", []string{"RETRY_PAYMENTS_JITTER=random"}), `RETRY_PAYMENTS_JITTER: "random" is not a jitter`)
 
 	// Valid alone, invalid over the file: Apply says so, by path.

@@ -56,6 +56,9 @@ func ParseServiceConfig(data []byte) (*Config, error) {
 		return nil, p.err("invalid service config")
 	}
 	for _, m := range top {
+		if isNull(m.val) {
+			continue // a null member is an absent one
+		}
 		switch m.key {
 		case "methodConfig":
 			mcs, err := elements(m.val)

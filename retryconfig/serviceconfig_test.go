@@ -86,6 +86,10 @@ func TestParseServiceConfig(t *testing.T) {
 
 func TestParseServiceConfigNoDefault(t *testing.T) {
 	t.Parallel()
+	empty, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": null, "retryThrottling": null}`))
+	require.NoError(t, err, "null members are absent ones")
+	assert.Equal(t, retry.Policy{MaxAttempts: 1}, empty.Policy("/a/b"))
+
 	cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "s"}], "timeout": "1s"}]}`))
 	require.NoError(t, err)
 	assert.Equal(t, retry.Policy{MaxAttempts: 1}, cfg.Policy("/t/M"), "a method without a config makes one attempt, as in grpc-go")
