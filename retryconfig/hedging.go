@@ -13,7 +13,7 @@ const maxGRPCAttempts = 5
 // nonFatalStatusCodes (optional). In a service config, unknown fields are
 // ignored (gRFC A21); in our format they are errors.
 func parseHedging(raw []byte, service bool) (*Hedging, error) {
-	fields, err := members(raw)
+	fields, err := members(raw, nil)
 	if err != nil {
 		return nil, err
 	}

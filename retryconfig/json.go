@@ -17,12 +17,17 @@ type member struct {
 // members splits a JSON object into its members, rejecting anything else
 // and a duplicate key (which encoding/json would silently resolve to the
 // last one). raw must be part of a document that validDocument accepted.
-func members(raw []byte) ([]member, error) {
+// The members are appended to buf, which may be a caller's array on its
+// stack.
+func members(raw []byte, buf []member) ([]member, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, fmt.Errorf("%s is not an object", describe(raw))
 	}
-	ms := make([]member, 0, 8)
+	ms := buf[:0]
+	if cap(ms) == 0 {
+		ms = make([]member, 0, 8)
+	}
 	var seen map[string]bool
 	for i = skipSpace(raw, i+1); raw[i] != '}'; {
 		kend := endOfString(raw, i)

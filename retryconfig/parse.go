@@ -29,7 +29,7 @@ func parseDoc(data []byte, p *problems) *Config {
 		p.add("", false, "%v", err)
 		return c
 	}
-	top, err := members(data)
+	top, err := members(data, nil)
 	if err != nil {
 		p.add("", false, "%v", err)
 		return c
@@ -38,7 +38,7 @@ func parseDoc(data []byte, p *problems) *Config {
 	for _, m := range top {
 		switch m.key {
 		case "policies":
-			policies, err = members(m.val)
+			policies, err = members(m.val, nil)
 			if err != nil {
 				p.add("policies", false, "%v", err)
 			}
@@ -51,12 +51,14 @@ func parseDoc(data []byte, p *problems) *Config {
 	if len(policies) > 8 {
 		c.policies = make(map[string]*entry, len(policies))
 	}
-	for _, m := range policies {
+	slab := make([]entry, len(policies)) // one allocation for all the entries
+	for i, m := range policies {
 		if m.key == "" {
 			p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
 			continue
 		}
-		e := parsePolicy(m.key, m.val, p)
+		e := &slab[i]
+		parsePolicy(e, m.key, m.val, p)
 		if e.budget != "" {
 			if _, ok := c.budgets[e.budget]; !ok {
 				p.add("policies."+m.key+".budget", true, "%q is not a member of budgets", e.budget)
@@ -68,7 +70,7 @@ func parseDoc(data []byte, p *problems) *Config {
 }
 
 func parseBudgets(c *Config, raw []byte, p *problems) {
-	bs, err := members(raw)
+	bs, err := members(raw, nil)
 	if err != nil {
 		p.add("budgets", false, "%v", err)
 		return
@@ -79,7 +81,7 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 			p.add(path, false, "a budget needs a name")
 			continue
 		}
-		fields, err := members(m.val)
+		fields, err := members(m.val, nil)
 		if err != nil {
 			p.add(path, false, "%v", err)
 			continue
@@ -110,13 +112,13 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 	}
 }
 
-// parsePolicy reads the policy of our format named name.
-func parsePolicy(name string, raw []byte, p *problems) *entry {
-	e := &entry{}
-	fields, err := members(raw)
+// parsePolicy reads the policy of our format named name into e.
+func parsePolicy(e *entry, name string, raw []byte, p *problems) {
+	var buf [12]member // a policy's fields, without an allocation
+	fields, err := members(raw, buf[:0])
 	if err != nil { // paths are built only for an error: a thousand concatenations add up
 		p.add("policies."+name, true, "%v", err)
-		return e
+		return
 	}
 	bad := false
 	for _, f := range fields {
@@ -129,7 +131,6 @@ func parsePolicy(name string, raw []byte, p *problems) *entry {
 	if !bad {
 		checkPolicy(name, pol, p)
 	}
-	return e
 }
 
 var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
@@ -238,6 +239,9 @@ func parseCodes(raw []byte) (http []int, grpc []uint32, err error) {
 		return nil, nil, err
 	}
 	for i, el := range els {
+		if http == nil && el[0] != '"' {
+			http = make([]int, 0, len(els))
+		}
 		if len(el) > 0 && el[0] == '"' {
 			s, _ := str(el)
 			c, ok := grpcCode(s)

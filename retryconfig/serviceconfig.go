@@ -49,7 +49,7 @@ func ParseServiceConfig(data []byte) (*Config, error) {
 	err := validDocument(data)
 	var top []member
 	if err == nil {
-		top, err = members(data)
+		top, err = members(data, nil)
 	}
 	if err != nil {
 		p.add("", false, "%v", err)
@@ -90,7 +90,7 @@ func ParseServiceConfig(data []byte) (*Config, error) {
 
 func parseThrottling(c *Config, raw []byte, p *problems) {
 	const path = "retryThrottling"
-	fields, err := members(raw)
+	fields, err := members(raw, nil)
 	if err != nil {
 		p.add(path, false, "%v", err)
 		return
@@ -127,7 +127,7 @@ func parseThrottling(c *Config, raw []byte, p *problems) {
 }
 
 func parseMethodConfig(c *Config, path string, raw []byte, p *problems) {
-	fields, err := members(raw)
+	fields, err := members(raw, nil)
 	if err != nil {
 		p.add(path, false, "%v", err)
 		return
@@ -189,7 +189,7 @@ func parseNames(path string, raw []byte, p *problems) []string {
 	var names []string
 	for i, el := range els {
 		npath := fmt.Sprintf("%s[%d]", path, i)
-		fields, err := members(el)
+		fields, err := members(el, nil)
 		if err != nil {
 			p.add(npath, false, "%v", err)
 			continue
@@ -220,7 +220,7 @@ func parseNames(path string, raw []byte, p *problems) []string {
 }
 
 func parseRetryPolicy(path string, raw []byte, e *entry, p *problems) {
-	fields, err := members(raw)
+	fields, err := members(raw, nil)
 	if err != nil {
 		p.add(path, true, "%v", err)
 		return
