@@ -6,6 +6,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/retryconfig"
 	"google.golang.org/grpc/codes"
 )
 
@@ -94,7 +95,8 @@ type config struct {
 	noHold            bool
 	holds             holds.Set // targets that asked to be held back
 
-	onDone []func(context.Context, Summary) // WithOnDone's hooks, in order
+	policies *retryconfig.Live                // WithPolicies: each call's policy, by method
+	onDone   []func(context.Context, Summary) // WithOnDone's hooks, in order
 }
 
 func newConfig(p retry.Policy, opts []Option) *config {

@@ -91,7 +91,7 @@ type stream struct {
 
 func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	co := callOptionsOf(opts)
-	p := cfg.policy
+	p := cfg.policyFor(method)
 	if co.policy != nil {
 		p = *co.policy
 	}

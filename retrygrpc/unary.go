@@ -61,7 +61,7 @@ type unaryCall struct {
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	co := callOptionsOf(opts)
-	p := cfg.policy
+	p := cfg.policyFor(method)
 	if co.policy != nil {
 		p = *co.policy
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/retryconfig"
 )
 
 // Transport is an [http.RoundTripper] that sends a request through Base and
@@ -37,6 +38,13 @@ type Transport struct {
 	// readable after RoundTrip returns; the request's ctx bounds the rest.
 	// A request's own Policy, from [WithPolicy], takes its place.
 	Policy retry.Policy
+
+	// Policies, if set, takes the place of Policy: each request takes the
+	// policy named by [WithPolicyName] (else "default") from the Config
+	// current when the request starts, with the retryableStatusCodes that
+	// the Config lists for it (in place of DefaultClassifier's statuses). A
+	// request's own Policy, from [WithPolicy], still wins.
+	Policies *retryconfig.Live
 
 	// Budgets, if set, gives each origin (scheme, host and port) a Budget of
 	// its own, for a Policy without one, so that a failing host cannot use
@@ -191,6 +199,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.Policy
 	if opts.policy != nil {
 		p = *opts.policy
+	} else if t.Policies != nil {
+		p = namedPolicy(t.Policies.Config(), opts.policyName)
 	}
 	c.clk = p.Clock
 	if p.Classifier == nil {
