@@ -1,0 +1,3 @@
+package outbox_test
+
+func crashChild() bool { return false }

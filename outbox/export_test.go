@@ -1,0 +1,16 @@
+package outbox
+
+// SetCompactAt sets the size at which j compacts next, so that tests need
+// not write a megabyte first.
+func SetCompactAt(j *FileJournal, n int64) {
+	j.mu.Lock()
+	j.compact = n
+	j.mu.Unlock()
+}
+
+// Size returns the journal file's size as j knows it.
+func Size(j *FileJournal) int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.size
+}

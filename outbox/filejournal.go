@@ -1,0 +1,338 @@
+package outbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// FileJournal is the embedded [Journal]: one append-only file, with no
+// dependency but the standard library.
+//
+// Each Add and Update appends one record (framed as the package doc says)
+// and returns once the file is fsync'd. Calls made at the same time share
+// one write and one fsync (group commit): a caller that arrives while a
+// sync runs waits for it, then the next sync carries every record that
+// arrived meanwhile.
+//
+// OpenFile replays the file. A crash mid-append leaves a torn last record:
+// its length, checksum or fields do not hold, so recovery keeps every
+// record before it (every record whose Add or Update returned) and cuts
+// the file there. Anything after the first bad record is dropped too: only
+// the tail can be torn by a crash, so a bad record earlier means the disk
+// lost data, and nothing after it can be trusted.
+//
+// When the file has grown to twice what its ops need (and at least 1 MiB),
+// it is compacted: the latest state of each op is written to a new file,
+// which is fsync'd and renamed over the old one, and the directory is
+// fsync'd. Ops that succeeded more than 24h ago are dropped then; those
+// that succeeded more recently are kept without their payload, so that
+// enqueueing one again is still recognized. Pending and failed ops are kept.
+//
+// One FileJournal owns the file at a time: OpenFile takes an exclusive lock
+// (flock on Unix; a lock file beside the journal elsewhere), and a second
+// OpenFile, from this process or another, fails with [ErrLocked] until
+// Close. The file is created with mode 0600: it holds every payload.
+type FileJournal struct {
+	path   string
+	unlock func() error
+
+	mu       sync.Mutex
+	flushed  *sync.Cond // signaled when a flush ends
+	f        *os.File
+	size     int64 // bytes in the file
+	compact  int64 // size at which to compact
+	entries  map[string]*fileEntry
+	seq      uint64
+	buf      []byte // records not yet written
+	spare    []byte
+	cur      *batch // the batch buf belongs to
+	flushing bool
+	err      error // sticky: set when a write or sync failed
+	closed   bool
+}
+
+type fileEntry struct {
+	Entry
+	seq uint64 // Add order
+}
+
+// batch is one group commit: every record appended while it was open.
+type batch struct {
+	done chan struct{}
+	err  error
+}
+
+// minCompact is the least size at which a journal is compacted.
+const minCompact = 1 << 20
+
+// OpenFile opens the journal at path, creating it when missing, and
+// recovers what it holds (see [FileJournal]). It fails with an error
+// matching [ErrLocked] if the journal is open elsewhere.
+func OpenFile(path string) (*FileJournal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open journal: %w", err)
+	}
+	unlock, err := lockFile(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j := &FileJournal{path: path, unlock: unlock, f: f, entries: make(map[string]*fileEntry)}
+	j.flushed = sync.NewCond(&j.mu)
+	if err := j.recover(); err != nil {
+		f.Close()
+		unlock()
+		return nil, err
+	}
+	_ = os.Remove(path + ".compact") // a compaction cut short by a crash
+	// The file may be new: make its name as durable as its records.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		unlock()
+		return nil, err
+	}
+	j.compact = max(minCompact, 2*j.size)
+	return j, nil
+}
+
+// recover replays the file into j.entries and cuts a torn tail.
+func (j *FileJournal) recover() error {
+	r := bufio.NewReaderSize(j.f, 1<<16)
+	var good int64
+	var hdr [frameHeader]byte
+	var p []byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			return fmt.Errorf("outbox: read journal: %w", err)
+		}
+		n := binary.LittleEndian.Uint32(hdr[:])
+		if n == 0 || n > maxRecord {
+			break
+		}
+		p = slices.Grow(p[:0], int(n))[:n]
+		if _, err := io.ReadFull(r, p); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			return fmt.Errorf("outbox: read journal: %w", err)
+		}
+		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
+			break
+		}
+		typ, e, err := decodeRecord(p)
+		if err != nil {
+			break
+		}
+		j.apply(typ, e)
+		good += frameHeader + int64(n)
+	}
+	st, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	if st.Size() != good {
+		if err := j.f.Truncate(good); err != nil {
+			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
+		}
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
+		}
+	}
+	if _, err := j.f.Seek(good, io.SeekStart); err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	j.size = good
+	return nil
+}
+
+// apply replays one record on j.entries. An update of an unknown key is
+// one whose add was compacted away after the op finished: dropped.
+func (j *FileJournal) apply(typ byte, e Entry) {
+	if typ == recAdd {
+		if old, ok := j.entries[e.Op.Key]; ok { // written again by compaction
+			old.Entry = e
+			return
+		}
+		j.seq++
+		j.entries[e.Op.Key] = &fileEntry{Entry: e, seq: j.seq}
+		return
+	}
+	if old, ok := j.entries[e.Op.Key]; ok {
+		e.Op, e.Enqueued = old.Op, old.Enqueued
+		old.Entry = e
+	}
+}
+
+// Add implements [Journal].
+func (j *FileJournal) Add(ctx context.Context, e Entry) error {
+	if err := validKey(e.Op.Key); err != nil {
+		return err
+	}
+	if len(e.Op.Payload) > MaxPayload {
+		return fmt.Errorf("%w: payload of %d bytes, over MaxPayload", ErrInvalidOp, len(e.Op.Payload))
+	}
+	e.Op.Payload = slices.Clone(e.Op.Payload)
+	return j.commit(ctx, func() error {
+		if _, ok := j.entries[e.Op.Key]; ok {
+			return ErrDuplicate
+		}
+		j.apply(recAdd, e)
+		j.buf = appendRecord(j.buf, recAdd, &e)
+		return nil
+	})
+}
+
+// Update implements [Journal].
+func (j *FileJournal) Update(ctx context.Context, e Entry) error {
+	return j.commit(ctx, func() error {
+		if _, ok := j.entries[e.Op.Key]; !ok {
+			return fmt.Errorf("%w: %q", ErrUnknownKey, e.Op.Key)
+		}
+		j.apply(recUpdate, e)
+		j.buf = appendRecord(j.buf, recUpdate, &e)
+		return nil
+	})
+}
+
+// Load implements [Journal].
+func (j *FileJournal) Load(ctx context.Context) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, ErrClosed
+	}
+	all := make([]*fileEntry, 0, len(j.entries))
+	for _, e := range j.entries {
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b *fileEntry) int { return compareSeq(a.seq, b.seq) })
+	out := make([]Entry, len(all))
+	for i, e := range all {
+		out[i] = e.Entry
+		out[i].Op.Payload = slices.Clone(e.Op.Payload)
+	}
+	return out, nil
+}
+
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// commit runs add under j.mu, which appends records to j.buf, then returns
+// once they are durable. The first caller to find no flush running becomes
+// the leader: it writes and syncs batches until none is left, while later
+// callers wait for the batch that holds their records.
+func (j *FileJournal) commit(ctx context.Context, add func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	switch {
+	case j.closed:
+		j.mu.Unlock()
+		return ErrClosed
+	case j.err != nil:
+		err := j.err
+		j.mu.Unlock()
+		return err
+	}
+	if err := add(); err != nil {
+		j.mu.Unlock()
+		return err
+	}
+	if j.cur == nil {
+		j.cur = &batch{done: make(chan struct{})}
+	}
+	b := j.cur
+	if j.flushing {
+		j.mu.Unlock()
+		<-b.done // bounded: the leader's write and fsync
+		return b.err
+	}
+	j.flushing = true
+	for j.cur != nil {
+		buf, nb := j.buf, j.cur
+		j.buf, j.cur = j.spare[:0], nil
+		j.mu.Unlock()
+		err := j.write(buf)
+		j.mu.Lock()
+		j.spare = buf
+		if err != nil && j.err == nil {
+			j.err = fmt.Errorf("outbox: journal write failed, reopen it to recover: %w", err)
+		}
+		if err == nil {
+			j.size += int64(len(buf))
+		}
+		nb.err = j.err
+		close(nb.done)
+		if j.err == nil && j.size >= j.compact {
+			if err := j.compactLocked(); err != nil {
+				j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
+			}
+		}
+	}
+	j.flushing = false
+	j.flushed.Broadcast()
+	j.mu.Unlock()
+	return b.err
+}
+
+// write appends buf to the file and syncs it. Only the leader calls it.
+func (j *FileJournal) write(buf []byte) error {
+	if _, err := j.f.Write(buf); err != nil {
+		return err
+	}
+	return j.f.Sync()
+}
+
+// Close waits for a write under way, then closes the file and releases its
+// lock. Calls after Close fail with [ErrClosed].
+func (j *FileJournal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	for j.flushing {
+		j.flushed.Wait()
+	}
+	err := j.f.Close()
+	return errors.Join(err, j.unlock())
+}
+
+// syncDir fsyncs a directory, so that a file created or renamed in it
+// survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("outbox: sync journal directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("outbox: sync journal directory: %w", err)
+	}
+	return nil
+}
