@@ -81,13 +81,13 @@ func (s State) String() string {
 // Entry is what a [Journal] keeps of one op: the op and its progress. The
 // Outbox writes a whole Entry each time the op's progress changes.
 type Entry struct {
-	Op       Op        // as enqueued, NotAfter filled in
-	State    State     // where the op is
-	Attempts int       // handler calls started, across every process
-	Next     time.Time // earliest start of the next attempt (Pending)
+	Op       Op            // as enqueued, NotAfter filled in
+	State    State         // where the op is
+	Attempts int           // handler calls started, across every process
+	Next     time.Time     // earliest start of the next attempt (Pending)
 	LastWait time.Duration // the jittered wait drawn before Next
-	Enqueued time.Time // when Enqueue wrote the op
-	Finished time.Time // when the op succeeded or failed
+	Enqueued time.Time     // when Enqueue wrote the op
+	Finished time.Time     // when the op succeeded or failed
 	// Reason is the Classifier's short, secret-free reason for the last
 	// failure ("permanent", "attempts used up", "not after", …).
 	Reason string
