@@ -1,3 +1,0 @@
-package outbox_test
-
-func crashChild() bool { return false }
