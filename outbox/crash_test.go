@@ -35,14 +35,14 @@ import (
 //
 // OUTBOX_CRASH_OPS and OUTBOX_CRASH_KILLS set the size [2,000 ops, 20
 // kills]; the full proof is OUTBOX_CRASH_OPS=10000 OUTBOX_CRASH_KILLS=100.
+// OUTBOX_CRASH_CONCURRENCY [16] is the child's Options.Concurrency, and how
+// many goroutines enqueue: a crash can cut that many sends short.
 const (
-	envChild = "OUTBOX_CRASH_CHILD" // the journal's path, in the child
-	envURL   = "OUTBOX_CRASH_URL"
-	envOps   = "OUTBOX_CRASH_OPS"
-	envKills = "OUTBOX_CRASH_KILLS"
-	// concurrency is the child's Options.Concurrency, and how many
-	// goroutines enqueue: a crash can cut this many sends short.
-	concurrency = 16
+	envChild       = "OUTBOX_CRASH_CHILD" // the journal's path, in the child
+	envURL         = "OUTBOX_CRASH_URL"
+	envOps         = "OUTBOX_CRASH_OPS"
+	envKills       = "OUTBOX_CRASH_KILLS"
+	envConcurrency = "OUTBOX_CRASH_CONCURRENCY"
 )
 
 func envInt(t *testing.T, name string, def int) int {
@@ -108,6 +108,8 @@ func TestCrashHarness(t *testing.T) {
 		t.Skip("re-executes the test binary many times")
 	}
 	n, kills := envInt(t, envOps, 2000), envInt(t, envKills, 20)
+	concurrency := envInt(t, envConcurrency, 16)
+	require.Positive(t, concurrency, envConcurrency)
 	mw, err := idempotency.New(idempotency.Options{})
 	require.NoError(t, err)
 	s := &server{keys: map[string]map[string]bool{}, effects: map[string]int{}, progress: make(chan struct{}, 1)}
@@ -123,7 +125,8 @@ func TestCrashHarness(t *testing.T) {
 		require.Less(t, runs, kills+10, "the child keeps failing")
 		var stderr bytes.Buffer
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHarness$")
-		cmd.Env = append(os.Environ(), envChild+"="+path, envURL+"="+srv.URL, envOps+"="+strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), envChild+"="+path, envURL+"="+srv.URL, envOps+"="+strconv.Itoa(n),
+			envConcurrency+"="+strconv.Itoa(concurrency))
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
 		exited := make(chan error, 1)
@@ -186,8 +189,8 @@ func TestCrashHarness(t *testing.T) {
 			twoKeys++
 		}
 	}
-	t.Logf("%d ops, %d kills, %d runs of the child in %v: %d sends (%d beyond one per op), %d effects, %d lost, %d sent under a second key",
-		n, killed, runs, took.Round(time.Millisecond), s.sends, s.sends-n, effects, lost, twoKeys)
+	t.Logf("%d ops, concurrency %d, %d kills, %d runs of the child in %v: %d sends (%d beyond one per op), %d effects, %d lost, %d sent under a second key",
+		n, concurrency, killed, runs, took.Round(time.Millisecond), s.sends, s.sends-n, effects, lost, twoKeys)
 	assert.Equal(t, kills, killed, "kills made")
 	assert.Zero(t, lost, "ops lost")
 	assert.Zero(t, twoKeys, "ops sent under a second key")
@@ -205,7 +208,7 @@ func crashChild() bool {
 	if path == "" {
 		return false
 	}
-	if err := child(path, os.Getenv(envURL), os.Getenv(envOps)); err != nil {
+	if err := child(path, os.Getenv(envURL), os.Getenv(envOps), os.Getenv(envConcurrency)); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
 	}
@@ -213,8 +216,12 @@ func crashChild() bool {
 	return true
 }
 
-func child(path, url, ops string) error {
+func child(path, url, ops, conc string) error {
 	n, err := strconv.Atoi(ops)
+	if err != nil {
+		return err
+	}
+	concurrency, err := strconv.Atoi(conc)
 	if err != nil {
 		return err
 	}

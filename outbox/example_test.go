@@ -43,6 +43,7 @@ func Example() {
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- o.Run(ctx) }()
+	defer func() { stop(); <-ran }() // Run returns once its handler calls have
 
 	key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "charge", Payload: []byte("order 42: 10 EUR")})
 	if err != nil {
@@ -55,8 +56,6 @@ func Example() {
 		return
 	}
 	fmt.Println(r.State, "after", r.Attempts, "attempts, under", len(keys), "key")
-	stop()
-	<-ran
 	// Output:
 	// charged order 42: 10 EUR
 	// succeeded after 2 attempts, under 1 key

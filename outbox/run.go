@@ -121,7 +121,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		hctx, release = o.clock.WithDeadline(ctx, now.Add(t))
 	}
 	start := o.clock.Now()
-	err := call(hctx, h, e.Op)
+	err := o.call(hctx, h, e.Op)
 	release()
 	end := o.clock.Now()
 	if err == nil {
@@ -131,6 +131,21 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		// Run was stopped: the op's fault is unknown, so it stays pending
 		// and the cut attempt is given back.
 		prev.Next = end
+		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
+			return werr
+		}
+		return o.requeue(p, prev)
+	}
+	var sr *stillRunning
+	if errors.As(err, &sr) {
+		// The server still runs an earlier attempt under this key: wait
+		// (spread by the Jitter, as retryhttp spreads a Retry-After), and
+		// give the attempt back, since this one did nothing.
+		w := sr.after + o.policy.Wait(1, 0, rand.Float64())
+		prev.Next = end.Add(w)
+		if !prev.Next.Before(e.Op.NotAfter) {
+			return o.finish(ctx, p, prev, Failed, "not after", err)
+		}
 		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
 			return werr
 		}
@@ -166,9 +181,26 @@ func reason(r, def string) string {
 	return r
 }
 
-// call runs h, turning a panic into an error, so that one bad op cannot
+// call runs h inside a retry.Do of one attempt, so that a retrying client
+// below (a retryhttp.Transport, a retry.Do in h) makes one attempt and
+// leaves retrying to the Outbox, which counts attempts across restarts.
+func (o *Outbox) call(ctx context.Context, h Handler, op Op) error {
+	var err error
+	called := false
+	_, derr := retry.Do(ctx, func(ctx context.Context) error {
+		called = true
+		err = callSafe(ctx, h, op)
+		return err
+	}, retry.Policy{MaxAttempts: 1, Clock: o.clock})
+	if !called {
+		return derr // ctx ended before the call
+	}
+	return err
+}
+
+// callSafe runs h, turning a panic into an error, so that one bad op cannot
 // kill the process that runs every other.
-func call(ctx context.Context, h Handler, op Op) (err error) {
+func callSafe(ctx context.Context, h Handler, op Op) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
