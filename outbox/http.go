@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -127,6 +128,12 @@ func HTTPHandler(client *http.Client, prepare func(ctx context.Context, r *http.
 		}
 		resp, err := client.Do(req)
 		if err != nil {
+			// Under the Outbox's loop, a retryhttp.Transport returns a
+			// status it would retry as an error.
+			var se *retryhttp.StatusError
+			if errors.As(err, &se) && se.StatusCode == http.StatusConflict && se.Header.Get("Retry-After") != "" {
+				return &stillRunning{after: retryAfter(se.Header.Get("Retry-After"), time.Now())}
+			}
 			return err
 		}
 		// Drain a little so that the connection can be reused; bounded.

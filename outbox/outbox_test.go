@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -406,4 +407,45 @@ func TestRunTwice(t *testing.T) {
 	require.NoError(t, err)
 	wait(t, o, key) // the first Run is running
 	assert.ErrorIs(t, o.Run(context.Background()), outbox.ErrRunning)
+}
+
+// The attempt count is durable before the handler is called: a process
+// that dies mid-call (seen here as a copy of the journal taken from inside
+// the call) leaves the attempt counted, so that MaxAttempts bounds calls.
+func TestAttemptCountedBeforeTheCall(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal")
+	o, _ := newOutbox(t, path, outbox.Options{Policy: retry.Policy{MaxAttempts: 1}, Clock: retrytest.NewAutoClock()})
+	var snapshot []byte
+	o.Handle("pay", func(ctx context.Context, op outbox.Op) error {
+		var err error
+		snapshot, err = os.ReadFile(path)
+		return err
+	})
+	run(t, o)
+	key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
+	require.NoError(t, err)
+	require.Equal(t, outbox.Succeeded, wait(t, o, key).State)
+
+	crashed := filepath.Join(dir, "crashed")
+	require.NoError(t, os.WriteFile(crashed, snapshot, 0o600))
+	j := openJournal(t, crashed)
+	es := load(t, j)
+	require.NoError(t, j.Close())
+	require.Len(t, es, 1)
+	assert.Equal(t, outbox.Pending, es[0].State)
+	assert.Equal(t, 1, es[0].Attempts, "counted before the call")
+
+	// Restarted from there, with MaxAttempts 1, the op is not called again:
+	// it is a dead letter whose one attempt's outcome is unknown.
+	o2, _ := newOutbox(t, crashed, outbox.Options{Policy: retry.Policy{MaxAttempts: 1}, Clock: retrytest.NewAutoClock()})
+	o2.Handle("pay", func(ctx context.Context, op outbox.Op) error {
+		t.Error("called a second time")
+		return nil
+	})
+	run(t, o2)
+	r := wait(t, o2, key)
+	assert.Equal(t, outbox.Failed, r.State)
+	assert.Equal(t, "attempts used up", r.Reason)
 }

@@ -191,11 +191,20 @@ func (o *Outbox) call(ctx context.Context, h Handler, op Op) error {
 		called = true
 		err = callSafe(ctx, h, op)
 		return err
-	}, retry.Policy{MaxAttempts: 1, Clock: o.clock})
+	}, oneAttempt(o.clock))
 	if !called {
 		return derr // ctx ended before the call
 	}
 	return err
+}
+
+// oneAttempt is the policy of the loop around each handler call: it makes
+// one attempt, since its Classifier never retries, but it is a loop (a
+// MaxAttempts of 1 would not mark the ctx), so nested loops defer to it.
+func oneAttempt(c retry.Clock) retry.Policy {
+	return retry.Policy{MaxAttempts: 2, Clock: c, Classifier: func(context.Context, retry.Attempt) retry.Decision {
+		return retry.Decision{Reason: "outbox attempt"}
+	}}
 }
 
 // callSafe runs h, turning a panic into an error, so that one bad op cannot
