@@ -304,7 +304,7 @@ func (j *FileJournal) write(buf []byte) error {
 	if _, err := j.f.Write(buf); err != nil {
 		return err
 	}
-	return j.f.Sync()
+	return syncData(j.f)
 }
 
 // Close waits for a write under way, then closes the file and releases its
