@@ -180,4 +180,3 @@ func retryAfter(v string, now time.Time) time.Duration {
 	}
 	return time.Second
 }
-
