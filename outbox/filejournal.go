@@ -65,10 +65,10 @@ type fileEntry struct {
 	seq uint64 // Add order
 }
 
-// batch is one group commit: every record appended while it was open.
+// batch is one group commit: every record appended between two flushes.
 type batch struct {
-	done chan struct{}
-	err  error
+	finished bool // its flush ended
+	err      error
 }
 
 // minCompact is the least size at which a journal is compacted.
@@ -241,62 +241,68 @@ func compareSeq(a, b uint64) int {
 }
 
 // commit runs add under j.mu, which appends records to j.buf, then returns
-// once they are durable. The first caller to find no flush running becomes
-// the leader: it writes and syncs batches until none is left, while later
-// callers wait for the batch that holds their records.
+// once they are durable. A caller that finds no flush running becomes the
+// leader: it writes and syncs every record appended so far, its own among
+// them. Callers that arrive meanwhile wait; when the flush ends, those
+// whose records it carried return, and one of the others leads the next.
+// So a caller waits for at most the flush under way and its own.
 func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	switch {
 	case j.closed:
-		j.mu.Unlock()
 		return ErrClosed
 	case j.err != nil:
-		err := j.err
-		j.mu.Unlock()
-		return err
+		return j.err
 	}
 	if err := add(); err != nil {
-		j.mu.Unlock()
 		return err
 	}
 	if j.cur == nil {
-		j.cur = &batch{done: make(chan struct{})}
+		j.cur = &batch{}
 	}
 	b := j.cur
-	if j.flushing {
-		j.mu.Unlock()
-		<-b.done // bounded: the leader's write and fsync
-		return b.err
+	for {
+		switch {
+		case b.finished:
+			return b.err
+		case j.closed:
+			return ErrClosed // Close came before b's flush
+		case !j.flushing:
+			j.flush()
+			continue
+		}
+		j.flushed.Wait()
 	}
+}
+
+// flush writes and syncs the current batch, with j.mu held on entry and on
+// return but not during the write.
+func (j *FileJournal) flush() {
 	j.flushing = true
-	for j.cur != nil {
-		buf, nb := j.buf, j.cur
-		j.buf, j.cur = j.spare[:0], nil
-		j.mu.Unlock()
-		err := j.write(buf)
-		j.mu.Lock()
-		j.spare = buf
-		if err != nil && j.err == nil {
-			j.err = fmt.Errorf("outbox: journal write failed, reopen it to recover: %w", err)
-		}
-		if err == nil {
-			j.size += int64(len(buf))
-		}
-		nb.err = j.err
-		close(nb.done)
-		if j.err == nil && j.size >= j.compact {
-			if err := j.compactLocked(); err != nil {
-				j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
-			}
+	buf, b := j.buf, j.cur
+	j.buf, j.cur = j.spare[:0], nil
+	j.mu.Unlock()
+	err := j.write(buf)
+	j.mu.Lock()
+	j.spare = buf
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("outbox: journal write failed, reopen it to recover: %w", err)
+	}
+	if err == nil {
+		j.size += int64(len(buf))
+	}
+	b.finished, b.err = true, j.err
+	if j.err == nil && j.size >= j.compact {
+		if err := j.compactLocked(); err != nil {
+			j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
 		}
 	}
 	j.flushing = false
 	j.flushed.Broadcast()
-	j.mu.Unlock()
-	return b.err
 }
 
 // write appends buf to the file and syncs it. Only the leader calls it.
