@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -117,12 +118,21 @@ func TestCrashHarness(t *testing.T) {
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "journal")
 
+	// Kill once the server has seen a random number of sends, at points
+	// drawn before the start in the first nine tenths of the work, so
+	// that every kill comes before the last child can finish: the child
+	// is then somewhere in enqueueing, sending or recording.
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
-	target, killed, runs := 0, 0, 0
+	targets := make([]int, kills)
+	for i := range targets {
+		targets[i] = 1 + rng.IntN(max(1, n*9/10))
+	}
+	slices.Sort(targets)
+	killed, runs := 0, 0
 	start := time.Now()
-	for {
+	for finished := false; !finished; {
 		runs++
-		require.Less(t, runs, kills+10, "the child keeps failing")
+		require.LessOrEqual(t, runs, kills+1, "a child ended before it was killed or finished")
 		var stderr bytes.Buffer
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHarness$")
 		cmd.Env = append(os.Environ(), envChild+"="+path, envURL+"="+srv.URL, envOps+"="+strconv.Itoa(n),
@@ -132,44 +142,28 @@ func TestCrashHarness(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 
-		var err error
-		if killed < kills {
-			// Kill once the server has seen a random number more sends: at
-			// random points of enqueueing, sending and recording.
-			target = s.sent() + 1 + rng.IntN(max(1, 2*n/kills))
-		wait:
-			for {
-				select {
-				case err = <-exited:
-					break wait
-				case <-s.progress:
-					if s.sent() >= target {
-						require.NoError(t, cmd.Process.Kill())
-						<-exited
-						killed++
-						err = nil
-						break wait
-					}
-				case <-time.After(time.Minute):
-					cmd.Process.Kill()
-					<-exited
-					t.Fatalf("child hung; stderr:\n%s", stderr.String())
-				}
-			}
-			if err == nil {
-				continue
-			}
-		} else {
+		limit := time.NewTimer(5 * time.Minute) // a hung child fails the test, not the -timeout
+	wait:
+		for {
 			select {
-			case err = <-exited:
-			case <-time.After(5 * time.Minute):
+			case err := <-exited:
+				require.NoError(t, err, "child failed; stderr:\n%s", stderr.String())
+				finished = true
+				break wait
+			case <-s.progress:
+				if killed < kills && s.sent() >= targets[killed] {
+					require.NoError(t, cmd.Process.Kill())
+					<-exited
+					killed++
+					break wait
+				}
+			case <-limit.C:
 				cmd.Process.Kill()
 				<-exited
 				t.Fatalf("child hung; stderr:\n%s", stderr.String())
 			}
 		}
-		require.NoError(t, err, "child failed; stderr:\n%s", stderr.String())
-		break
+		limit.Stop()
 	}
 	took := time.Since(start)
 

@@ -67,8 +67,9 @@ type fileEntry struct {
 
 // batch is one group commit: every record appended between two flushes.
 type batch struct {
-	finished bool // its flush ended
-	err      error
+	done chan struct{} // closed when its flush ended, err then set
+	lead chan struct{} // closed when the flush before it ended
+	err  error
 }
 
 // minCompact is the least size at which a journal is compacted.
@@ -243,44 +244,53 @@ func compareSeq(a, b uint64) int {
 // commit runs add under j.mu, which appends records to j.buf, then returns
 // once they are durable. A caller that finds no flush running becomes the
 // leader: it writes and syncs every record appended so far, its own among
-// them. Callers that arrive meanwhile wait; when the flush ends, those
-// whose records it carried return, and one of the others leads the next.
-// So a caller waits for at most the flush under way and its own.
+// them. Callers that arrive meanwhile wait for their batch; when a flush
+// ends, one of the next batch's callers leads its flush. So a caller waits
+// for at most the flush under way and its own.
 func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	switch {
 	case j.closed:
+		j.mu.Unlock()
 		return ErrClosed
 	case j.err != nil:
-		return j.err
+		err := j.err
+		j.mu.Unlock()
+		return err
 	}
 	if err := add(); err != nil {
+		j.mu.Unlock()
 		return err
 	}
 	if j.cur == nil {
-		j.cur = &batch{}
+		j.cur = &batch{done: make(chan struct{}), lead: make(chan struct{})}
 	}
 	b := j.cur
-	for {
-		switch {
-		case b.finished:
-			return b.err
-		case j.closed:
-			return ErrClosed // Close came before b's flush
-		case !j.flushing:
-			j.flush()
-			continue
-		}
-		j.flushed.Wait()
+	if !j.flushing {
+		j.flush()
+		j.mu.Unlock()
+		return b.err
 	}
+	j.mu.Unlock()
+	select {
+	case <-b.done: // bounded: the flush under way, then b's
+		return b.err
+	case <-b.lead:
+	}
+	j.mu.Lock()
+	if j.cur == b && !j.flushing && !j.closed { // no other caller of b took the lead
+		j.flush()
+	}
+	j.mu.Unlock()
+	<-b.done
+	return b.err
 }
 
 // flush writes and syncs the current batch, with j.mu held on entry and on
-// return but not during the write.
+// return but not during the write, then hands the lead to the next batch.
 func (j *FileJournal) flush() {
 	j.flushing = true
 	buf, b := j.buf, j.cur
@@ -295,13 +305,17 @@ func (j *FileJournal) flush() {
 	if err == nil {
 		j.size += int64(len(buf))
 	}
-	b.finished, b.err = true, j.err
+	b.err = j.err
+	close(b.done)
 	if j.err == nil && j.size >= j.compact {
 		if err := j.compactLocked(); err != nil {
 			j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
 		}
 	}
 	j.flushing = false
+	if j.cur != nil {
+		close(j.cur.lead)
+	}
 	j.flushed.Broadcast()
 }
 
@@ -324,6 +338,11 @@ func (j *FileJournal) Close() error {
 	j.closed = true
 	for j.flushing {
 		j.flushed.Wait()
+	}
+	if j.cur != nil { // appended after the last flush: never durable
+		j.cur.err = ErrClosed
+		close(j.cur.done)
+		j.cur = nil
 	}
 	err := j.f.Close()
 	return errors.Join(err, j.unlock())
