@@ -172,7 +172,7 @@ func (j *FileJournal) apply(typ byte, e Entry) {
 		return
 	}
 	if old, ok := j.entries[e.Op.Key]; ok {
-		e.Op, e.Enqueued = old.Op, old.Enqueued
+		e.Op.Kind, e.Op.Payload, e.Enqueued = old.Op.Kind, old.Op.Payload, old.Enqueued
 		old.Entry = e
 	}
 }

@@ -9,9 +9,10 @@ import "context"
 //   - Add records e, a new op, and returns only once it is durable: after a
 //     crash, Load returns it. It returns an error matching [ErrDuplicate],
 //     and changes nothing, if the journal holds e.Op.Key already.
-//   - Update replaces the state of the op with e's key by e (every field
-//     but Op, which never changes after Add), durably before it returns. An
-//     Update of a key the journal does not hold is an error.
+//   - Update replaces the state of the op with e's key by e, durably before
+//     it returns: every field but Op.Kind, Op.Payload and Enqueued, which
+//     never change after Add (Op.NotAfter may: [Outbox.Redrive] extends
+//     it). An Update of a key the journal does not hold is an error.
 //   - Load returns the latest state of every op the journal holds, in the
 //     order they were added. A journal may forget an op that succeeded
 //     long ago (FileJournal does so after 24h); it keeps pending and failed

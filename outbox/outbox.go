@@ -84,8 +84,29 @@ type item struct {
 	index   int           // in the heap; -1 when not there
 	durable chan struct{} // closed once Add returned
 	addErr  error
-	done    chan struct{} // closed when the op finishes
+	out     *outcome      // replaced by Redrive
 	err     error         // the last attempt's error, in this process
+	redrive bool          // a Redrive is writing
+}
+
+// outcome is one run of an op to its end, for Wait.
+type outcome struct {
+	done chan struct{} // closed when the op finishes, res then set
+	res  Result
+}
+
+func newOutcome() *outcome { return &outcome{done: make(chan struct{})} }
+
+// result is the Result of a finished op.
+func (p *item) result() Result {
+	r := Result{Key: p.e.Op.Key, State: p.e.State, Attempts: p.e.Attempts}
+	if p.e.State == Failed {
+		r.Reason, r.Err = p.e.Reason, p.err
+		if r.Err == nil {
+			r.Err = errors.New(p.e.Reason)
+		}
+	}
+	return r
 }
 
 // New returns an Outbox over j, loading the ops j holds: pending ones run
@@ -143,7 +164,7 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: load journal: %w", err)
 	}
 	for _, e := range entries {
-		p := &item{e: e, index: -1, durable: closedChan, done: make(chan struct{})}
+		p := &item{e: e, index: -1, durable: closedChan, out: newOutcome()}
 		if e.LastError != "" {
 			p.err = errors.New(e.LastError)
 		}
@@ -151,7 +172,8 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		if e.State == Pending {
 			heap.Push(&o.due, p)
 		} else {
-			close(p.done)
+			p.out.res = p.result()
+			close(p.out.done)
 		}
 	}
 	return o, nil
@@ -231,7 +253,7 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 		}
 		return op.Key, nil
 	}
-	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, durable: make(chan struct{}), done: make(chan struct{})}
+	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, durable: make(chan struct{}), out: newOutcome()}
 	o.ops[op.Key] = p
 	o.mu.Unlock()
 
@@ -257,25 +279,57 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 	o.mu.Lock()
 	p, ok := o.ops[key]
+	var out *outcome
+	if ok {
+		out = p.out
+	}
 	o.mu.Unlock()
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %q", ErrUnknownKey, key)
 	}
 	select {
-	case <-p.done:
+	case <-out.done:
+		return out.res, nil
 	case <-ctx.Done():
 		return Result{}, context.Cause(ctx)
 	}
+}
+
+// Redrive runs a failed op (a dead letter) again, under its key: it is
+// pending again with its attempts reset and a NotAfter one Horizon from
+// now; its Reason and LastError stay until its next attempt. List the
+// dead letters with the Journal's Load (the entries whose State is
+// Failed). It fails with [ErrUnknownKey] for a key the Outbox does not
+// hold, and with an error for an op that has not failed.
+func (o *Outbox) Redrive(ctx context.Context, key string) error {
+	o.mu.Lock()
+	p, ok := o.ops[key]
+	if !ok {
+		o.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrUnknownKey, key)
+	}
+	if p.e.State != Failed || p.redrive {
+		s := p.e.State
+		o.mu.Unlock()
+		return fmt.Errorf("outbox: Redrive of %q, which is %v, not failed", key, s)
+	}
+	now := o.clock.Now()
+	e := p.e
+	e.State, e.Attempts, e.Next, e.LastWait, e.Finished = Pending, 0, now, 0, time.Time{}
+	e.Op.NotAfter = now.Add(o.horizon)
+	p.redrive = true
+	o.mu.Unlock()
+	err := o.j.Update(ctx, e)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	r := Result{Key: key, State: p.e.State, Attempts: p.e.Attempts}
-	if p.e.State == Failed {
-		r.Reason, r.Err = p.e.Reason, p.err
-		if r.Err == nil {
-			r.Err = errors.New(p.e.Reason)
-		}
+	p.redrive = false
+	if err != nil {
+		return fmt.Errorf("outbox: redrive: %w", err)
 	}
-	return r, nil
+	p.e, p.err, p.out = e, nil, newOutcome()
+	heap.Push(&o.due, p)
+	o.poke()
+	return nil
 }
 
 // opHeap orders pending ops by the time of their next attempt.

@@ -17,9 +17,9 @@ import (
 // byte slices as a uvarint length then the bytes, integers as varints, times
 // as varint Unix nanoseconds (0 for the zero time).
 //
-//	recAdd:    key, kind, payload, notAfter, enqueued, then the state fields
+//	recAdd:    key, kind, payload, enqueued, then the state fields
 //	recUpdate: key, then the state fields
-//	state:     state, attempts, next, lastWait, finished, reason, lastError
+//	state:     notAfter, state, attempts, next, lastWait, finished, reason, lastError
 //
 // A record is a whole Entry's state, so replaying records in order and
 // keeping the last one per key rebuilds every op: a record written twice
@@ -47,9 +47,9 @@ func appendRecord(b []byte, typ byte, e *Entry) []byte {
 	if typ == recAdd {
 		b = appendString(b, e.Op.Kind)
 		b = appendString(b, string(e.Op.Payload))
-		b = appendTime(b, e.Op.NotAfter)
 		b = appendTime(b, e.Enqueued)
 	}
+	b = appendTime(b, e.Op.NotAfter)
 	b = binary.AppendUvarint(b, uint64(e.State))
 	b = binary.AppendVarint(b, int64(e.Attempts))
 	b = appendTime(b, e.Next)
@@ -120,7 +120,8 @@ func (d *decoder) time() time.Time {
 }
 
 // decodeRecord parses a record's payload (CRC already checked) into its type
-// and Entry; for recUpdate only the key and state fields are set.
+// and Entry; for recUpdate only the key and state fields (NotAfter among
+// them) are set.
 func decodeRecord(p []byte) (typ byte, e Entry, err error) {
 	if len(p) == 0 {
 		return 0, e, errCorrupt
@@ -136,9 +137,9 @@ func decodeRecord(p []byte) (typ byte, e Entry, err error) {
 		if pl := d.bytes(); len(pl) > 0 {
 			e.Op.Payload = append([]byte(nil), pl...)
 		}
-		e.Op.NotAfter = d.time()
 		e.Enqueued = d.time()
 	}
+	e.Op.NotAfter = d.time()
 	e.State = State(d.uvarint())
 	e.Attempts = int(d.varint())
 	e.Next = d.time()

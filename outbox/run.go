@@ -265,7 +265,8 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	}
 	o.mu.Lock()
 	p.err = err
-	close(p.done)
+	p.out.res = p.result()
+	close(p.out.done)
 	o.mu.Unlock()
 	return nil
 }
