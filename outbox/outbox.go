@@ -84,9 +84,9 @@ type item struct {
 	index   int           // in the heap; -1 when not there
 	durable chan struct{} // closed once Add returned
 	addErr  error
-	out     *outcome      // replaced by Redrive
-	err     error         // the last attempt's error, in this process
-	redrive bool          // a Redrive is writing
+	out     *outcome // replaced by Redrive
+	err     error    // the last attempt's error, in this process
+	redrive bool     // a Redrive is writing
 }
 
 // outcome is one run of an op to its end, for Wait.
