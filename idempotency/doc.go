@@ -94,14 +94,17 @@
 //
 // # Leases and crashes
 //
-// A request holds its key for Options.Lease (10s), renewed every Lease/3
-// while the handler runs, so a slow handler never loses its key. If the
-// process dies mid-request, nothing renews the lease and the key is free
-// one Lease later, not one TTL later. Each claim has a fencing token: if a
-// lease is lost anyway (a store outage longer than the lease), the
-// handler's ctx ends with cause [ErrLeaseLost], its result is not saved
-// over the result of the request that took the key over, and its client is
-// answered 409, so that its retry gets that result.
+// A request holds its key for Options.Lease (10s, or the TTL if shorter),
+// renewed every Lease/3 while the handler runs, so a slow handler never
+// loses its key. If the process dies mid-request, nothing renews the lease
+// and the key is free one Lease later, not one TTL later. Each claim has a
+// fencing token. If no renewal succeeds for a Lease after the start of the
+// store call that last granted it (a store outage longer than the lease),
+// the handler's ctx ends with cause [ErrLeaseLost]. When the handler
+// returns, its result is saved if nobody claimed the key in between;
+// otherwise it is not saved over the result of the request that took the
+// key over, and its client is answered 409, so that its retry gets that
+// result.
 //
 // A takeover cannot undo what the first handler did before its lease was
 // lost. A handler without recovery points (steps whose completion it
@@ -125,8 +128,8 @@
 // attempts (a refreshed token, a rewritten cookie), and its limit is that
 // callers without any of these credentials share one scope. A service that
 // knows its authenticated principal should scope by it (see the example
-// of Options.Scope): the user or account id. Store keys are a SHA-256 of
-// scope and key, so no client text reaches the store.
+// of Options.Scope): the user or account id. Store keys are digests of
+// scope and key, so no client text reaches the store (see [Store]).
 //
 // # Observing
 //
@@ -139,7 +142,7 @@
 // # Stores
 //
 // The default store, [MemoryStore], serves one process and is bounded in
-// keys and bytes. Processes that serve the same clients need a shared
+// keys and bytes, in all and for each scope. Processes that serve the same clients need a shared
 // store, such as the one of package
 // github.com/stormguard/retry/idempotency/redisstore; the [Store] interface
 // says what any other must do.

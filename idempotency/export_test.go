@@ -16,6 +16,9 @@ func EncodeRecord(status int, header http.Header, body []byte) []byte {
 	return (&record{status: status, header: header, body: body}).encode()
 }
 
+// StoreKey exposes storeKey to the external tests.
+var StoreKey = storeKey
+
 // NotSaved exposes notSaved to the external tests: the response headers
 // that are neither saved nor replayed.
 var NotSaved = notSaved

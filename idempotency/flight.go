@@ -17,6 +17,7 @@ type flight struct {
 	m       *Middleware
 	key     string
 	token   string
+	fp      []byte                  // the request's fingerprint, saved with its result
 	ctx     context.Context         // the handler's
 	cancel  context.CancelCauseFunc // ends the handler's ctx
 	base    context.Context         // the parent of its store calls' ctx: counts them in its report
@@ -24,12 +25,9 @@ type flight struct {
 	body    requestBody
 	settled bool // completed or released
 
-	// The lease renewal; see lease.go.
-	mu      sync.Mutex // held by a renewal in progress, so that stopRenewal waits for it
-	stopped bool
-	timer   *time.Timer        // the next renewal, on the real clock
-	stopTic func() bool        // the next renewal, on Options.Clock: its AfterFunc's stop
-	endTic  context.CancelFunc // and its context's cancel
+	// The lease and its renewal; see lease.go.
+	mu sync.Mutex
+	renewal
 }
 
 // requestBody is the request body the handler reads: the bytes the
@@ -42,15 +40,15 @@ func (*requestBody) Close() error { return nil }
 // claim: the response is saved (Complete) before it is sent, or the key is
 // released for a response that means nothing was done. It says in p how
 // the request was answered.
-func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, token string, p *report) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, token string, fp []byte, claimed time.Time, p *report) {
 	m := h.m
-	f := &flight{m: m, key: key, token: token, base: p.ctx(context.Background())}
+	f := &flight{m: m, key: key, token: token, fp: fp, base: p.ctx(context.Background())}
 	f.rec = recorder{w: w, header: make(http.Header), limit: m.opts.MaxResponseBytes, overflow: f}
 	f.body.Reset(body)
 	ctx, cancel := m.handlerContext(r)
 	defer cancel(nil)
 	f.ctx, f.cancel = ctx, cancel
-	f.startRenewal()
+	f.startRenewal(claimed)
 
 	returned := false
 	defer func() {
@@ -136,7 +134,8 @@ func (m *Middleware) handlerContext(r *http.Request) (context.Context, context.C
 		parent, stop = context.WithTimeout(parent, m.opts.HandlerTimeout)
 	} else {
 		// A deadline, not a wait (WithTimeout): a fake clock that skips or
-		// reports waits must see the renewals' pauses only.
+		// reports waits, such as retrytest's, must see only the handler's
+		// own waits; the renewals are deadlines on it too (lease.go).
 		parent, stop = m.opts.Clock.WithDeadline(parent, m.opts.Clock.Now().Add(m.opts.HandlerTimeout))
 	}
 	ctx, cancel := context.WithCancelCause(parent)
@@ -160,7 +159,7 @@ func (f *flight) complete(rec *record) error {
 	// all the same, since the retry that follows will ask for it.
 	ctx, cancel := f.m.storeCtx(f.base)
 	defer cancel()
-	return f.m.store.Complete(ctx, f.key, f.token, rec.encode(), f.m.opts.TTL)
+	return f.m.store.Complete(ctx, f.key, f.token, f.fp, rec.encode(), f.m.opts.TTL)
 }
 
 func (f *flight) release() {

@@ -108,8 +108,9 @@ func (h *handler) serveKeyed(w http.ResponseWriter, r *http.Request, vals []stri
 	fp := fingerprint(r, body)
 	skey := storeKey(m.opts.Scope(r), key)
 
+	token, claimed := newToken(), m.now() // the lease runs from the call's start
 	ctx, cancel := m.storeCtx(p.ctx(r.Context()))
-	c, err := m.store.Claim(ctx, skey, fp, m.opts.Lease)
+	c, err := m.store.Claim(ctx, skey, token, fp, m.opts.Lease)
 	cancel()
 	switch {
 	case err != nil:
@@ -117,7 +118,7 @@ func (h *handler) serveKeyed(w http.ResponseWriter, r *http.Request, vals []stri
 		p.set(OutcomeStoreFailed, http.StatusServiceUnavailable, err)
 		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store is unavailable; the request was not processed.", true)
 	case c.State == Acquired:
-		h.run(w, r, body, skey, c.Token, p)
+		h.run(w, r, body, skey, token, fp, claimed, p)
 	case c.State != InFlight && c.State != Completed:
 		p.set(OutcomeStoreFailed, http.StatusServiceUnavailable, errBadState)
 		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store gave an invalid answer; the request was not processed.", true)

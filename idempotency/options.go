@@ -42,10 +42,15 @@ type Options struct {
 	// after it is a new request.
 	TTL time.Duration
 
-	// Lease is how long a request holds its key without renewal [10s]. The
-	// middleware renews it every Lease/3 while the handler runs, so a slow
-	// handler keeps its key; when a process dies mid-request, its key is
-	// free again one Lease later, not one TTL later.
+	// Lease is how long a request holds its key without renewal [10s, or
+	// TTL if that is shorter]. The middleware renews it every Lease/3 while
+	// the handler runs, so a slow handler keeps its key; when a process
+	// dies mid-request, its key is free again one Lease later, not one TTL
+	// later. If no renewal succeeds within a Lease of the start of the last
+	// store call that granted it (the store is unreachable), the handler's
+	// ctx ends with cause ErrLeaseLost, since another request may take the
+	// key from then on. A Lease set longer than TTL is an error: a result
+	// would be kept for less time than a request may run.
 	Lease time.Duration
 
 	// Scope says whose key it is: a key and its result belong to one scope,
@@ -117,11 +122,11 @@ type Options struct {
 	// Clock tells the time of leases, TTLs and lease renewals [real time].
 	// A *clock.Mock of github.com/benbjohnson/clock assigns to it, so that
 	// tests move time instead of sleeping. It is the default store's clock
-	// too; a Store of your own keeps its own time. The pause between two
-	// lease renewals is a wait on it (WithTimeout): a fake that skips each
-	// wait as it starts, as retrytest.NewAutoClock does, would renew
-	// without end while a handler runs; use retrytest.NewClock, whose
-	// Waits show each renewal's pause, or a *clock.Mock.
+	// too; a Store of your own keeps its own time. Renewals are deadlines
+	// on it (WithDeadline), never waits, so any clock works: a
+	// retrytest.Clock or a *clock.Mock renews as the test moves time, and
+	// an auto-advancing retrytest.NewAutoClock, which moves time only for
+	// waits, renews when something else moves it past a renewal.
 	Clock retry.Clock
 
 	// OnDone, if set, is called once for each request that carries a key,
@@ -155,7 +160,9 @@ func (o *Options) resolve() error {
 		o.TTL = defaultTTL
 	}
 	if o.Lease == 0 {
-		o.Lease = defaultLease
+		// A default longer than the TTL shrinks to it: the user asked for
+		// the TTL and for nothing about leases.
+		o.Lease = min(defaultLease, o.TTL)
 	}
 	if o.Scope == nil {
 		o.Scope = credentialScope
@@ -194,7 +201,7 @@ func (o *Options) resolve() error {
 	case o.Lease < time.Millisecond:
 		return invalid("Lease %v is below 1ms", o.Lease)
 	case o.TTL < o.Lease:
-		return invalid("TTL %v is below Lease %v: a result would be kept for less time than a request may run", o.TTL, o.Lease)
+		return invalid("Lease %v is above TTL %v: a result would be kept for less time than a request may run", o.Lease, o.TTL)
 	case o.MaxBodyBytes < 0:
 		return invalid("MaxBodyBytes %d is negative", o.MaxBodyBytes)
 	case o.MaxResponseBytes < 0:

@@ -24,20 +24,20 @@ type slowStore struct {
 
 const storeCallTime = 5 * time.Millisecond
 
-func (s *slowStore) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+func (s *slowStore) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
 	s.clk.Add(storeCallTime)
 	if s.claimErr != nil {
 		return idempotency.Claim{}, s.claimErr
 	}
-	return s.Store.Claim(ctx, key, fp, lease)
+	return s.Store.Claim(ctx, key, token, fp, lease)
 }
 
-func (s *slowStore) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (s *slowStore) Complete(ctx context.Context, key, token string, fp, result []byte, ttl time.Duration) error {
 	s.clk.Add(storeCallTime)
 	if s.completeErr != nil {
 		return s.completeErr
 	}
-	return s.Store.Complete(ctx, key, token, result, ttl)
+	return s.Store.Complete(ctx, key, token, fp, result, ttl)
 }
 
 func (s *slowStore) Release(ctx context.Context, key, token string) error {

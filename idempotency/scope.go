@@ -46,17 +46,3 @@ func credentialScope(r *http.Request) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-
-// storeKey is the name under which a store keeps a key: a hex SHA-256 of
-// the scope and the idempotency key, so that no client text reaches the
-// store (no odd characters, hash tags or lengths), and so that a scope and
-// a key cannot run into each other: the scope's length goes first.
-func storeKey(scope, key string) string {
-	var stack [384]byte // a 64-byte scope and a key of MaxKeyLength fit
-	b := appendField(stack[:0], scope)
-	b = append(b, key...)
-	sum := sha256.Sum256(b)
-	var out [2 * sha256.Size]byte
-	hex.Encode(out[:], sum[:])
-	return string(out[:])
-}

@@ -66,9 +66,9 @@ type keyLog struct {
 	keys chan string
 }
 
-func (k *keyLog) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+func (k *keyLog) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
 	k.keys <- key
-	return k.Store.Claim(ctx, key, fp, lease)
+	return k.Store.Claim(ctx, key, token, fp, lease)
 }
 
 func TestStoreKeysHoldNoClientText(t *testing.T) {
@@ -86,7 +86,7 @@ func TestStoreKeysHoldNoClientText(t *testing.T) {
 	seen := map[string]bool{}
 	for range keys {
 		k := recv(t, log.keys, "a store key")
-		assert.Regexp(t, `^[0-9a-f]{64}$`, k, "a store key is a hex digest")
+		assert.Regexp(t, `^[0-9a-f]{16}:[0-9a-f]{64}$`, k, "a store key is a digest of the scope and one of scope and key")
 		seen[k] = true
 	}
 	assert.Len(t, seen, len(keys), "different keys, different store keys")

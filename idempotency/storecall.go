@@ -44,20 +44,20 @@ func timeoutError(op string, d time.Duration) error {
 	return fmt.Errorf("idempotency: store %s did not answer within StoreTimeout %v: %w", op, d, context.DeadlineExceeded)
 }
 
-func (b *boundedStore) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (Claim, error) {
+func (b *boundedStore) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (Claim, error) {
 	if b.direct {
 		defer b.count(ctx, b.now())
-		return b.s.Claim(ctx, key, fp, lease)
+		return b.s.Claim(ctx, key, token, fp, lease)
 	}
 	return call(b, ctx, "claim", func(ctx context.Context) (Claim, error) {
-		return b.s.Claim(ctx, key, fp, lease)
+		return b.s.Claim(ctx, key, token, fp, lease)
 	}, func(c Claim) {
 		// The claim came too late for its request, which was answered 503:
 		// free the key at once rather than one lease later.
 		if c.State == Acquired {
 			ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 			defer cancel()
-			_ = b.s.Release(ctx, key, c.Token)
+			_ = b.s.Release(ctx, key, token)
 		}
 	})
 }
@@ -73,13 +73,13 @@ func (b *boundedStore) Renew(ctx context.Context, key, token string, lease time.
 	return err
 }
 
-func (b *boundedStore) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (b *boundedStore) Complete(ctx context.Context, key, token string, fp, result []byte, ttl time.Duration) error {
 	if b.direct {
 		defer b.count(ctx, b.now())
-		return b.s.Complete(ctx, key, token, result, ttl)
+		return b.s.Complete(ctx, key, token, fp, result, ttl)
 	}
 	_, err := call(b, ctx, "complete", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, b.s.Complete(ctx, key, token, result, ttl)
+		return struct{}{}, b.s.Complete(ctx, key, token, fp, result, ttl)
 	}, nil)
 	return err
 }

@@ -22,18 +22,18 @@ type deaf struct {
 	unblock         chan struct{}
 }
 
-func (d *deaf) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+func (d *deaf) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
 	if d.claim.Load() {
 		<-d.unblock
 	}
-	return d.Store.Claim(ctx, key, fp, lease)
+	return d.Store.Claim(ctx, key, token, fp, lease)
 }
 
-func (d *deaf) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (d *deaf) Complete(ctx context.Context, key, token string, fp, result []byte, ttl time.Duration) error {
 	if d.complete.Load() {
 		<-d.unblock
 	}
-	return d.Store.Complete(ctx, key, token, result, ttl)
+	return d.Store.Complete(ctx, key, token, fp, result, ttl)
 }
 
 func TestStoreTimeoutHoldsAStoreThatIgnoresCtx(t *testing.T) {

@@ -60,7 +60,7 @@ func (t *Transport) newCall(req *http.Request, opts options) *call {
 	}
 	keyed := hasKey(req.Header, c.keyHeader)
 	if !keyed && t.AutoIdempotencyKey && !idempotent(req.Method) {
-		c.key, keyed = newKey(), true
+		c.key, keyed = autoKey(req), true
 	}
 	c.keyless = !keyed && !idempotent(req.Method)
 	if t.Refresh != nil {
@@ -156,6 +156,9 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 // says why in the Reason that the Trace keeps. A request whose dial failed
 // never reached a server, so it may be sent again whatever its method.
 func (c *call) gate(d retry.Decision, err error) retry.Decision {
+	if final, ok := finalIfReplayed(d, err); ok {
+		return final
+	}
 	switch {
 	case !d.Retry:
 		return d

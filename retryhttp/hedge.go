@@ -54,7 +54,7 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 			// and no other copy starts before the hold ends.
 			return retry.Decision{Retry: true, RetryAfter: held.left, Reason: "host held back (Retry-After); copy not sent"}
 		}
-		d := classify(ctx, a)
+		d, _ := finalIfReplayed(classify(ctx, a), a.Err)
 		if se, ok := a.Err.(*StatusError); ok && d.Retry {
 			d = c.retryAfter(se.Header, d)
 		}

@@ -46,15 +46,25 @@ type Transport struct {
 
 	// IdempotencyHeader names the header that carries an idempotency key
 	// [Idempotency-Key]. A request with a non-empty value under this name,
-	// in any letter case, may be retried whatever its method.
+	// in any letter case, may be retried whatever its method. A response
+	// with Idempotent-Replayed: true is a server's saved answer for its key
+	// (see package idempotency), the same on every retry: it is returned,
+	// never retried, whatever its status.
 	IdempotencyHeader string
 
 	// AutoIdempotencyKey gives each request that needs a key to be retried
 	// (a POST, a PATCH or any method that is not idempotent) and has none a
 	// random UUIDv4 key, sent unchanged on every attempt of that request.
-	// Set it only for servers that honour the key. A caller's key is never
-	// replaced; to resubmit later with the same key (after a restart, say),
-	// set your own: the key belongs to the user's intent, not to a request.
+	// Inside an outer retry loop (a retry.Do or retry.Hedge whose op sends
+	// the request, or a Transport whose Base this one is), the key belongs
+	// to that loop's logical call: every outer attempt that sends the same
+	// write again (same method, URL and body; a body without GetBody is
+	// known by its length) sends the same key, and two different writes get
+	// two keys; an op that means to send the same write twice must give the
+	// second a key of its own. Set it only for servers that honour the key.
+	// A caller's key is never replaced; to resubmit later with the same key
+	// (after a restart, say), set your own: the key belongs to the user's
+	// intent, not to a request.
 	AutoIdempotencyKey bool
 
 	// AttemptHeader, if set, names a header that carries the attempt number

@@ -3,7 +3,8 @@
 // ([Script], [ScriptValue], [Always]), a fake clock that shows or skips
 // each wait Do starts ([Clock]), a seeded Jitter ([Seeded]), and an
 // in-process HTTP server for tests inside testing/synctest
-// ([HandlerTransport]).
+// ([HandlerTransport]), with the network faults that decide whether a
+// retried write runs twice ([FaultyHandlerTransport]).
 //
 // Four ways drive Do's waits without real time:
 //   - set Policy.Clock to a Clock from [NewAutoClock]: each wait ends as it
