@@ -449,3 +449,26 @@ func TestAttemptCountedBeforeTheCall(t *testing.T) {
 	assert.Equal(t, outbox.Failed, r.State)
 	assert.Equal(t, "attempts used up", r.Reason)
 }
+
+// An attempt that fails on its own while Run is being stopped is counted
+// and judged like any other: only an attempt cut by the stop is given back.
+func TestAttemptEndingDuringStopIsCounted(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal")
+	o, j := newOutbox(t, path, outbox.Options{Clock: retrytest.NewClock()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Handle("pay", func(context.Context, outbox.Op) error {
+		cancel() // Run is stopped while this attempt ends with an error of its own
+		return errors.New("503")
+	})
+	_, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
+	require.NoError(t, err)
+	assert.ErrorIs(t, o.Run(ctx), context.Canceled)
+	es := load(t, j)
+	require.Len(t, es, 1)
+	assert.Equal(t, outbox.Pending, es[0].State)
+	assert.Equal(t, 1, es[0].Attempts)
+	assert.Equal(t, "error", es[0].Reason)
+	assert.Positive(t, es[0].LastWait, "its backoff was drawn")
+}

@@ -19,8 +19,10 @@ import (
 // before it returns.
 //
 // Stopping Run mid-attempt leaves that op pending, never failed: the cancel
-// is the outbox's, not the op's, and the cut attempt is not counted (one
-// cut by a crash is, since nobody can tell what it did). Only one Run of an
+// is the outbox's, not the op's. An attempt it cut short (one whose handler
+// returned the ctx's error) is not counted; one that ended on its own
+// meanwhile is judged and counted as usual; one cut by a crash is counted,
+// since nobody can tell what it did. Only one Run of an
 // Outbox runs at a time; another fails with [ErrRunning].
 func (o *Outbox) Run(ctx context.Context) error {
 	o.mu.Lock()
@@ -127,15 +129,18 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	if err == nil {
 		return o.finish(ctx, p, e, Succeeded, "", nil)
 	}
-	if ctx.Err() != nil {
-		// Run was stopped: the op's fault is unknown, so it stays pending
-		// and the cut attempt is given back.
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx))) {
+		// Run was stopped and cut the attempt short: the op's fault is
+		// unknown, so it stays pending and the cut attempt is given back.
 		prev.Next = end
 		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
 			return werr
 		}
 		return o.requeue(p, prev)
 	}
+	// An attempt that ended on its own is judged and counted, even when Run
+	// is being stopped meanwhile.
+	ctx = context.WithoutCancel(ctx)
 	var sr *stillRunning
 	if errors.As(err, &sr) {
 		// The server still runs an earlier attempt under this key: wait
