@@ -23,6 +23,7 @@ func (j *FileJournal) compactLocked() error {
 	for k, e := range j.entries {
 		if e.State == Succeeded && e.Finished.Before(cutoff) {
 			delete(j.entries, k)
+			j.live -= e.live
 			continue
 		}
 		if e.State == Succeeded {
@@ -69,7 +70,6 @@ func (j *FileJournal) compactLocked() error {
 	old := j.f
 	j.f = f
 	j.size = int64(len(buf))
-	j.compact = max(minCompact, 2*j.size)
 	j.swapLock(unlock)
 	old.Close()
 	return nil

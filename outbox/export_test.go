@@ -1,6 +1,6 @@
 package outbox
 
-// SetCompactAt sets the size at which j compacts next, so that tests need
+// SetCompactAt sets the least size at which j compacts, so that tests need
 // not write a megabyte first.
 func SetCompactAt(j *FileJournal, n int64) {
 	j.mu.Lock()
@@ -13,4 +13,11 @@ func Size(j *FileJournal) int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.size
+}
+
+// Live returns j's estimate of a compacted file's size.
+func Live(j *FileJournal) int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.live
 }

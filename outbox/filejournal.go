@@ -30,8 +30,8 @@ import (
 // the tail can be torn by a crash, so a bad record earlier means the disk
 // lost data, and nothing after it can be trusted.
 //
-// When the file has grown to twice what its ops need (and at least 1 MiB),
-// it is compacted: the latest state of each op is written to a new file,
+// When the file has grown to twice what its ops need (and to at least
+// 1 MiB), it is compacted: the latest state of each op is written to a new file,
 // which is fsync'd and renamed over the old one, and the directory is
 // fsync'd. Ops that succeeded more than 24h ago are dropped then; those
 // that succeeded more recently are kept without their payload, so that
@@ -49,7 +49,8 @@ type FileJournal struct {
 	flushed  *sync.Cond // signaled when a flush ends
 	f        *os.File
 	size     int64 // bytes in the file
-	compact  int64 // size at which to compact
+	live     int64 // about what a compacted file would take
+	compact  int64 // least size at which to compact
 	entries  map[string]*fileEntry
 	seq      uint64
 	buf      []byte // records not yet written
@@ -62,7 +63,18 @@ type FileJournal struct {
 
 type fileEntry struct {
 	Entry
-	seq uint64 // Add order
+	seq  uint64 // Add order
+	live int64  // about what its record takes in a compacted file
+}
+
+// liveSize estimates the size of e's record in a compacted file: its
+// strings plus a bound on its varints.
+func liveSize(e *Entry) int64 {
+	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError)
+	if e.State != Succeeded { // compaction drops a succeeded op's payload
+		n += len(e.Op.Payload)
+	}
+	return int64(frameHeader + 1 + n + 64) // 5 times, 2 ints, 6 lengths
 }
 
 // batch is one group commit: every record appended between two flushes.
@@ -102,7 +114,7 @@ func OpenFile(path string) (*FileJournal, error) {
 		unlock()
 		return nil, err
 	}
-	j.compact = max(minCompact, 2*j.size)
+	j.compact = minCompact
 	return j, nil
 }
 
@@ -162,19 +174,21 @@ func (j *FileJournal) recover() error {
 // apply replays one record on j.entries. An update of an unknown key is
 // one whose add was compacted away after the op finished: dropped.
 func (j *FileJournal) apply(typ byte, e Entry) {
-	if typ == recAdd {
-		if old, ok := j.entries[e.Op.Key]; ok { // written again by compaction
-			old.Entry = e
-			return
-		}
+	old, ok := j.entries[e.Op.Key]
+	switch {
+	case !ok && typ == recAdd:
 		j.seq++
-		j.entries[e.Op.Key] = &fileEntry{Entry: e, seq: j.seq}
+		old = &fileEntry{seq: j.seq}
+		j.entries[e.Op.Key] = old
+	case !ok:
 		return
-	}
-	if old, ok := j.entries[e.Op.Key]; ok {
+	case typ == recUpdate:
 		e.Op.Kind, e.Op.Payload, e.Enqueued = old.Op.Kind, old.Op.Payload, old.Enqueued
-		old.Entry = e
 	}
+	old.Entry = e
+	l := liveSize(&e)
+	j.live += l - old.live
+	old.live = l
 }
 
 // Add implements [Journal].
@@ -307,7 +321,7 @@ func (j *FileJournal) flush() {
 	}
 	b.err = j.err
 	close(b.done)
-	if j.err == nil && j.size >= j.compact {
+	if j.err == nil && j.size >= j.compact && j.size >= 2*j.live {
 		if err := j.compactLocked(); err != nil {
 			j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
 		}

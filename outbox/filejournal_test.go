@@ -224,3 +224,34 @@ func TestFileJournalCompaction(t *testing.T) {
 	_, err = outbox.OpenFile(path)
 	assert.ErrorIs(t, err, outbox.ErrLocked)
 }
+
+// A journal whose ops are all live is not rewritten, however large: a
+// compaction would win nothing.
+func TestFileJournalNoCompactionOfLiveOps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal")
+	j := openJournal(t, path)
+	outbox.SetCompactAt(j, 1)
+	require.NoError(t, j.Add(ctx, entry("k0", 0)))
+	before, err := os.Stat(path)
+	require.NoError(t, err)
+	for i := 1; i < 200; i++ {
+		require.NoError(t, j.Add(ctx, entry(fmt.Sprintf("k%d", i), i)))
+	}
+	after, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after), "the file was not replaced")
+	// Updates make it twice what its ops need: then it is.
+	for n := 1; n <= 6; n++ {
+		for i := range 200 {
+			e := entry(fmt.Sprintf("k%d", i), i)
+			e.Attempts = n
+			require.NoError(t, j.Update(ctx, e))
+		}
+	}
+	after, err = os.Stat(path)
+	require.NoError(t, err)
+	assert.False(t, os.SameFile(before, after), "the file was compacted (size %d, live %d)", outbox.Size(j), outbox.Live(j))
+	assert.Len(t, load(t, j), 200)
+}
