@@ -2,6 +2,9 @@ package outbox
 
 import "errors"
 
+// The errors of this package never quote a key or a payload: a key is a
+// capability (whoever holds it can replay the op's result), and errors get
+// logged.
 var (
 	// ErrInvalidOp is matched by the error Enqueue returns for an op it
 	// cannot take: a bad key, an empty Kind, a payload over MaxPayload, a

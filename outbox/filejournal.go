@@ -214,7 +214,7 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 func (j *FileJournal) Update(ctx context.Context, e Entry) error {
 	return j.commit(ctx, func() error {
 		if _, ok := j.entries[e.Op.Key]; !ok {
-			return fmt.Errorf("%w: %q", ErrUnknownKey, e.Op.Key)
+			return ErrUnknownKey
 		}
 		j.apply(recUpdate, e)
 		j.buf = appendRecord(j.buf, recUpdate, &e)

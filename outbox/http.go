@@ -111,11 +111,11 @@ func HTTPHandler(client *http.Client, prepare func(ctx context.Context, r *http.
 	return func(ctx context.Context, op Op) error {
 		var p httpPayload
 		if err := json.Unmarshal(op.Payload, &p); err != nil {
-			return retry.Permanent(fmt.Errorf("outbox: op %s is not an HTTP op: %w", op.Key, err))
+			return retry.Permanent(fmt.Errorf("outbox: the op is not an HTTP op: %w", err))
 		}
 		req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, bytes.NewReader(p.Body))
 		if err != nil {
-			return retry.Permanent(fmt.Errorf("outbox: op %s: %w", op.Key, err))
+			return retry.Permanent(fmt.Errorf("outbox: HTTP op: %w", err))
 		}
 		for k, v := range p.Header {
 			req.Header[k] = v

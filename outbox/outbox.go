@@ -249,7 +249,7 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 			return "", old.addErr
 		}
 		if old.e.Op.Kind != op.Kind || !bytes.Equal(old.e.Op.Payload, op.Payload) && old.e.State != Succeeded {
-			return "", fmt.Errorf("%w: %q", ErrKeyConflict, op.Key)
+			return "", ErrKeyConflict
 		}
 		return op.Key, nil
 	}
@@ -285,7 +285,7 @@ func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 	}
 	o.mu.Unlock()
 	if !ok {
-		return Result{}, fmt.Errorf("%w: %q", ErrUnknownKey, key)
+		return Result{}, ErrUnknownKey
 	}
 	select {
 	case <-out.done:
@@ -306,12 +306,12 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	p, ok := o.ops[key]
 	if !ok {
 		o.mu.Unlock()
-		return fmt.Errorf("%w: %q", ErrUnknownKey, key)
+		return ErrUnknownKey
 	}
 	if p.e.State != Failed || p.redrive {
 		s := p.e.State
 		o.mu.Unlock()
-		return fmt.Errorf("outbox: Redrive of %q, which is %v, not failed", key, s)
+		return fmt.Errorf("outbox: Redrive of an op that is %v, not failed", s)
 	}
 	now := o.clock.Now()
 	e := p.e
