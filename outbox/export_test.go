@@ -21,3 +21,6 @@ func Live(j *FileJournal) int64 {
 	defer j.mu.Unlock()
 	return j.live
 }
+
+// LockByFile is the lock of systems without flock, to test it everywhere.
+var LockByFile = lockByFile

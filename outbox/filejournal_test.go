@@ -255,3 +255,19 @@ func TestFileJournalNoCompactionOfLiveOps(t *testing.T) {
 	assert.False(t, os.SameFile(before, after), "the file was compacted (size %d, live %d)", outbox.Size(j), outbox.Live(j))
 	assert.Len(t, load(t, j), 200)
 }
+
+// The lock file of systems without flock: a second lock fails with
+// ErrLocked until the first is released.
+func TestLockByFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal")
+	unlock, err := outbox.LockByFile(path)
+	require.NoError(t, err)
+	_, err = outbox.LockByFile(path)
+	require.ErrorIs(t, err, outbox.ErrLocked)
+	assert.Contains(t, err.Error(), path+".lock")
+	require.NoError(t, unlock())
+	unlock, err = outbox.LockByFile(path)
+	require.NoError(t, err)
+	require.NoError(t, unlock())
+}
