@@ -20,6 +20,15 @@ import (
 //		return ctx, func() { t.Stop(); cancel() }
 //	}
 //
+// A fake shared by calls that run at the same time must move time only
+// when all of them wait, as testing/synctest does and as retrytest.Clock
+// does under its Run: a fake that jumps to the end of each wait as it
+// starts makes concurrent calls see each other's waits, and time each
+// other out. The time of a fake may lie anywhere on the real clock, so
+// what leaves the process is a duration, never a time: the integration
+// packages send a server the time left on this clock (retrygrpc's attempt
+// deadlines), not its deadlines as they are.
+//
 // Why contexts and not timers: they are the one stoppable timer whose
 // methods both the real and the fake clocks of that module share without
 // naming a type of their own.

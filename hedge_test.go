@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,5 +297,127 @@ func TestHedgeNestedDefersRetries(t *testing.T) {
 		require.ErrorIs(t, err, retry.ErrExhausted)
 		assert.Equal(t, int32(2), s.calls.Load(), "2 outer attempts, 1 each inside")
 		assert.Equal(t, retry.StopDeferred, inner.Stop())
+	})
+}
+
+// hedgedShare runs calls calls through h, each attempt taking an
+// exponentially distributed time (mean 10ms, from a seeded source), and
+// returns the share of calls that started a hedge.
+func hedgedShare(t *testing.T, h *retry.Hedger, calls int) float64 {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var mu sync.Mutex
+	op := func(ctx context.Context) (int, error) {
+		mu.Lock()
+		d := time.Duration(rng.ExpFloat64() * float64(10*time.Millisecond))
+		mu.Unlock()
+		select {
+		case <-time.After(d):
+			return 0, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	hedged := 0
+	for range calls {
+		_, tr, err := retry.HedgeValue(context.Background(), h, op, nil, retry.Policy{})
+		require.NoError(t, err)
+		if tr.Attempts() > 1 {
+			hedged++
+		}
+	}
+	synctest.Wait() // the losers have seen their cancel
+	return float64(hedged) / float64(calls)
+}
+
+// The adaptive delay estimates the latency of calls, the slow ones that a
+// hedge cut short included, so that a Hedger at the 95th percentile hedges
+// about 5% of calls on exponential latencies (timing the winning copy
+// alone biases the delay low: about 10%).
+func TestHedgerAtP95HedgesAboutFivePercent(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		share := hedgedShare(t, &retry.Hedger{MaxFraction: 1}, 4000)
+		t.Logf("unbounded p95 Hedger: %.2f%% of calls hedged", 100*share)
+		assert.InDelta(t, 0.05, share, 0.015)
+		share = hedgedShare(t, &retry.Hedger{}, 4000)
+		t.Logf("zero Hedger: %.2f%% of calls hedged", 100*share)
+		assert.InDelta(t, 0.05, share, 0.015)
+	})
+}
+
+// Once every call is slower than MaxDelay (an overloaded service), the
+// zero Hedger still hedges at most 5% of calls, with a burst of 10, rather
+// than doubling the load.
+func TestZeroHedgerBoundsTheShareOfCallsHedged(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		h := &retry.Hedger{}
+		op := func(ctx context.Context) (int, error) {
+			select {
+			case <-time.After(2 * time.Second): // past MaxDelay, 1s
+				return 0, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		attempts := 0
+		for range 1000 {
+			_, tr, err := retry.HedgeValue(context.Background(), h, op, nil, retry.Policy{})
+			require.NoError(t, err)
+			attempts += tr.Attempts()
+		}
+		synctest.Wait()
+		hedges := attempts - 1000
+		assert.LessOrEqual(t, hedges, 10+50, "a burst of 10, then 5% of 1,000 calls")
+		assert.GreaterOrEqual(t, hedges, 50, "hedges still go, at the bound")
+
+		unbounded := &retry.Hedger{MaxFraction: 1}
+		_, tr, err := retry.HedgeValue(context.Background(), unbounded, op, nil, retry.Policy{})
+		require.NoError(t, err)
+		assert.Equal(t, 2, tr.Attempts(), "MaxFraction 1: no bound")
+	})
+}
+
+// OnDone gets the attempts made before a panic, as Do's does.
+func TestHedgeOnDoneKeepsTheAttemptsAfterAPanic(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var last retry.Trace
+		p := retry.Policy{OnDone: func(_ context.Context, tr retry.Trace, _ error) { last = tr }}
+		var calls atomic.Int32
+		op := func(ctx context.Context) error {
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // slow: the copy panics first
+				return ctx.Err()
+			}
+			panic("boom")
+		}
+		assert.PanicsWithValue(t, "boom", func() {
+			_, _ = retry.Hedge(context.Background(), &retry.Hedger{Delay: 10 * time.Millisecond}, op, p)
+		})
+		assert.Equal(t, retry.StopPanicked, last.Stop())
+		require.Equal(t, 2, last.Attempts(), "the slow first attempt and the copy that panicked")
+		assert.True(t, last.Last().Hedged)
+		synctest.Wait()
+	})
+}
+
+// A retry loop inside a hedged op defers to Hedge, as one inside Do's op
+// defers to Do: 3 attempts in all, not 3 × 3.
+func TestRetryLoopInsideAHedgedOpDefers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		op := func(ctx context.Context) error {
+			_, err := retry.Do(ctx, func(context.Context) error {
+				calls.Add(1)
+				return errUnavailable
+			}, retry.Policy{MaxAttempts: 3, BaseBackoff: time.Millisecond})
+			return err
+		}
+		_, err := retry.Hedge(context.Background(), &retry.Hedger{Delay: time.Hour}, op, retry.Policy{MaxAttempts: 3, BaseBackoff: time.Millisecond})
+		require.ErrorIs(t, err, retry.ErrExhausted)
+		assert.Equal(t, int32(3), calls.Load(), "one retry owner")
 	})
 }

@@ -3,6 +3,8 @@ package retry
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/stormguard/retry/internal/loopvals"
 )
 
 // An HTTP client, a repository and a task queue that each retry three times
@@ -23,11 +25,22 @@ type loopMark struct {
 	context.Context
 	budget *Budget     // the outer loop's, so that a nested Do does not charge it twice
 	done   atomic.Bool // set when the loop returns
+
+	// vals is what the packages beside retry keep for the whole loop, such
+	// as retryhttp's idempotency key of each write that op makes, so that
+	// every attempt sends the same one.
+	vals loopvals.Values
 }
 
 func (m *loopMark) Value(key any) any {
-	if key == (nestedKey{}) {
+	switch key {
+	case nestedKey{}:
 		return m
+	case loopvals.Key{}:
+		if m.done.Load() {
+			return nil // as outerLoop: a dead mark hides nothing and offers nothing
+		}
+		return &m.vals
 	}
 	return m.Context.Value(key)
 }

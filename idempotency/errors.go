@@ -12,17 +12,18 @@ var (
 	ErrInvalidOptions = errors.New("idempotency: invalid options")
 
 	// ErrLeaseLost is what a [Store] returns from Renew, Complete and
-	// Release when the claim that the token names no longer holds the key:
-	// its lease ran out and another request claimed the key, or the claim
-	// was completed or released already. It is the fencing that keeps a
-	// request that lost its lease from overwriting the result of the one
-	// that took over.
+	// Release when the key is no longer the token's to change: another
+	// request claimed it after the lease ran out, or another request's
+	// result is saved, or (for Renew) the lease ran out. It is the fencing
+	// that keeps a request that lost its lease from overwriting the result
+	// of the one that took over.
 	ErrLeaseLost = errors.New("idempotency: lease lost")
 
-	// ErrStoreFull is what a [MemoryStore] returns when a new key or a
-	// result would pass its bounds. It never drops a saved result before
-	// its TTL to make room: forgetting a result would let a retry run the
-	// handler again.
+	// ErrStoreFull is matched, with errors.Is, by the error a [MemoryStore]
+	// returns when a new key or a result would pass its bounds, in all or
+	// for the key's scope. It never drops a saved result before its TTL to
+	// make room: forgetting a result would let a retry run the handler
+	// again.
 	ErrStoreFull = errors.New("idempotency: store full")
 )
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -189,4 +190,38 @@ func ExampleNewMemoryStore() {
 	n, bytes := store.Len()
 	fmt.Println(n, bytes)
 	// Output: 0 0
+}
+
+// OnDone sees how each keyed request was answered: here, counted by
+// outcome, as a metric labelled by Outcome.String would be. The key is not
+// in the Summary, so nothing secret reaches the counter.
+func ExampleOptions_onDone() {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	m, err := idempotency.New(idempotency.Options{
+		OnDone: func(r *http.Request, s idempotency.Summary) {
+			mu.Lock()
+			defer mu.Unlock()
+			counts[r.URL.Path+" "+s.Outcome.String()]++
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(m.Handler(createOrder()))
+	defer srv.Close()
+
+	for _, body := range []string{`{"item":"book"}`, `{"item":"book"}`, `{"item":"pen"}`} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", "k1")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println(counts["/orders executed"], "executed,", counts["/orders replayed"], "replayed,", counts["/orders mismatch"], "mismatch")
+	// Output: 1 executed, 1 replayed, 1 mismatch
 }

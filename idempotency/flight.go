@@ -17,17 +17,17 @@ type flight struct {
 	m       *Middleware
 	key     string
 	token   string
+	fp      []byte                  // the request's fingerprint, saved with its result
+	ctx     context.Context         // the handler's
 	cancel  context.CancelCauseFunc // ends the handler's ctx
+	base    context.Context         // the parent of its store calls' ctx: counts them in its report
 	rec     recorder
 	body    requestBody
 	settled bool // completed or released
 
-	// The lease renewal; see lease.go.
-	mu      sync.Mutex // held by a renewal in progress, so that stopRenewal waits for it
-	stopped bool
-	timer   *time.Timer        // the next renewal, on the real clock
-	stopTic func() bool        // the next renewal, on Options.Clock: its AfterFunc's stop
-	endTic  context.CancelFunc // and its context's cancel
+	// The lease and its renewal; see lease.go.
+	mu sync.Mutex
+	renewal
 }
 
 // requestBody is the request body the handler reads: the bytes the
@@ -38,28 +38,31 @@ func (*requestBody) Close() error { return nil }
 
 // run runs the handler for a request that holds its key, and settles the
 // claim: the response is saved (Complete) before it is sent, or the key is
-// released for a response that means nothing was done.
-func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, token string) {
+// released for a response that means nothing was done. It says in p how
+// the request was answered.
+func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, token string, fp []byte, claimed time.Time, p *report) {
 	m := h.m
-	f := &flight{m: m, key: key, token: token}
+	f := &flight{m: m, key: key, token: token, fp: fp, base: p.ctx(context.Background())}
 	f.rec = recorder{w: w, header: make(http.Header), limit: m.opts.MaxResponseBytes, overflow: f}
 	f.body.Reset(body)
-	// The handler's ctx ends if the lease is lost, so that a handler that
-	// checks it can stop before it does what the new holder will do.
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, cancel := m.handlerContext(r)
 	defer cancel(nil)
-	f.cancel = cancel
-	f.startRenewal()
+	f.ctx, f.cancel = ctx, cancel
+	f.startRenewal(claimed)
 
 	returned := false
 	defer func() {
 		if !returned { // the handler panicked or called runtime.Goexit
 			f.stopRenewal()
-			if !f.settled {
-				// As a crash would after the lease, but at once: the panic
-				// says nothing was finished. The panic goes on to net/http.
-				f.release()
+			// As a crash would after the lease, but at once: the panic says
+			// nothing was finished, even past MaxResponseBytes, where part of
+			// the response is out. The panic goes on to net/http.
+			f.release()
+			status := 0 // net/http sends nothing, or what was streamed
+			if f.rec.mode == streaming {
+				status = f.rec.status
 			}
+			p.set(OutcomeReleased, status, nil)
 		}
 	}()
 	r2 := r.WithContext(ctx)
@@ -69,26 +72,77 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	returned = true
 	f.stopRenewal()
 	rec := &f.rec
-	if f.settled {
-		if rec.mode == discarding {
-			writeLeaseLost(w, m.opts.Header)
+	switch rec.mode {
+	case discarding:
+		p.set(OutcomeLeaseLost, http.StatusConflict, ErrLeaseLost)
+		writeLeaseLost(w, m.opts.Header)
+		return
+	case streaming:
+		// The response is out; what is left is to settle the claim.
+		if m.opts.Retryable(rec.status) {
+			f.release()
+			p.set(OutcomeReleased, rec.status, nil)
+			return
 		}
+		saved := rec.saved.Clone()
+		saved.Del("Content-Length") // a replay has no body
+		saved.Del("Trailer")        // nor trailers
+		if err := f.complete(&record{status: rec.status, header: saved, omitted: true}); err != nil {
+			p.set(OutcomeLeaseLost, rec.status, err)
+			return
+		}
+		p.set(OutcomeExecuted, rec.status, nil)
 		return
 	}
 	rec.finish()
 	if m.opts.Retryable(rec.status) {
 		f.release()
+		p.set(OutcomeReleased, rec.status, nil)
 		rec.send()
 		return
 	}
-	err := f.complete(&record{status: rec.status, header: rec.saved, body: rec.body.Bytes()})
+	err := f.complete(&record{status: rec.status, header: rec.saved, trailer: rec.trailer, body: rec.body.Bytes()})
 	if errors.Is(err, ErrLeaseLost) {
+		p.set(OutcomeLeaseLost, http.StatusConflict, err)
 		writeLeaseLost(w, m.opts.Header)
 		return
 	}
 	// On any other error the result is not saved, but the handler's work is
 	// done: the client gets its answer rather than a reason to run it again.
+	if err != nil {
+		p.set(OutcomeLeaseLost, rec.status, err)
+	} else {
+		p.set(OutcomeExecuted, rec.status, nil)
+	}
 	rec.send()
+}
+
+// handlerContext returns the ctx that the handler of a claimed request runs
+// on, and its cancel. Once a request holds its key, its client's departure
+// (a dropped connection, a client's attempt timeout) must not stop work in
+// progress: its retry would do again what was done. So the ctx keeps the
+// request's values but not its cancellation (unless CancelOnDisconnect),
+// and ends at HandlerTimeout instead, on Options.Clock; the lease renewal
+// ends it too, with cause ErrLeaseLost (see lease.go).
+func (m *Middleware) handlerContext(r *http.Request) (context.Context, context.CancelCauseFunc) {
+	parent := r.Context()
+	if !m.opts.CancelOnDisconnect {
+		parent = context.WithoutCancel(parent)
+	}
+	var stop context.CancelFunc
+	if m.opts.Clock == nil {
+		parent, stop = context.WithTimeout(parent, m.opts.HandlerTimeout)
+	} else {
+		// A deadline, not a wait (WithTimeout): a fake clock that skips or
+		// reports waits, such as retrytest's, must see only the handler's
+		// own waits; the renewals are deadlines on it too (lease.go).
+		parent, stop = m.opts.Clock.WithDeadline(parent, m.opts.Clock.Now().Add(m.opts.HandlerTimeout))
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	return ctx, func(cause error) {
+		cancel(cause)
+		stop()
+	}
 }
 
 // writeLeaseLost answers a request whose handler ran but whose lease ran
@@ -103,36 +157,33 @@ func (f *flight) complete(rec *record) error {
 	f.settled = true
 	// The client may be gone, and with it r.Context(): the result is saved
 	// all the same, since the retry that follows will ask for it.
-	ctx, cancel := f.m.storeCtx(context.Background())
+	ctx, cancel := f.m.storeCtx(f.base)
 	defer cancel()
-	return f.m.opts.Store.Complete(ctx, f.key, f.token, rec.encode(), f.m.opts.TTL)
+	return f.m.store.Complete(ctx, f.key, f.token, f.fp, rec.encode(), f.m.opts.TTL)
 }
 
 func (f *flight) release() {
+	if f.settled {
+		return
+	}
 	f.settled = true
-	ctx, cancel := f.m.storeCtx(context.Background())
+	ctx, cancel := f.m.storeCtx(f.base)
 	defer cancel()
 	// If it fails, the lease runs out by itself.
-	_ = f.m.opts.Store.Release(ctx, f.key, f.token)
+	_ = f.m.store.Release(ctx, f.key, f.token)
 }
 
-// overflow settles the claim when the response body passes
-// MaxResponseBytes: a retryable status releases the key; any other saves
-// the status and headers without the body. Either way the response then
-// streams to the client. If the lease is lost, the rest is discarded.
+// overflow is called when the response body passes MaxResponseBytes: what
+// is held is sent and the rest streams to the client as the handler writes
+// it, while the key stays claimed (and renewed). The claim is settled when
+// the handler returns: the status and headers are saved without the body,
+// or the key is released for a retryable status or a panic. If the lease
+// is lost already, nothing is sent: the rest is discarded.
 func (f *flight) overflow() error {
-	f.stopRenewal() // a renewal after Complete would report the lease lost
 	rec := &f.rec
-	if f.m.opts.Retryable(rec.status) {
-		f.release()
-	} else {
-		saved := rec.saved.Clone()
-		saved.Del("Content-Length") // a replay has no body
-		err := f.complete(&record{status: rec.status, header: saved, omitted: true})
-		if errors.Is(err, ErrLeaseLost) {
-			rec.mode = discarding
-			return ErrLeaseLost
-		}
+	if errors.Is(context.Cause(f.ctx), ErrLeaseLost) {
+		rec.mode = discarding
+		return ErrLeaseLost
 	}
 	rec.mode = streaming
 	rec.send()

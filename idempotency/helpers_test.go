@@ -212,3 +212,39 @@ func withoutDate(h http.Header) http.Header {
 	h.Del("Date")
 	return h
 }
+
+// serveFunc starts a loopback server with f, closed when the test ends.
+func serveFunc(t *testing.T, f http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// serveDirect serves rq with h in this goroutine, without a network: for
+// tests under testing/synctest or of what a panic does.
+func serveDirect(h http.Handler, rq req) *httptest.ResponseRecorder {
+	r := newRequest(rq)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+// newRequest is rq as a server-side request.
+func newRequest(rq req) *http.Request {
+	if rq.method == "" {
+		rq.method = http.MethodPost
+	}
+	if rq.path == "" {
+		rq.path = "/orders"
+	}
+	r := httptest.NewRequest(rq.method, rq.path, strings.NewReader(rq.body))
+	if rq.key != "" {
+		r.Header.Set("Idempotency-Key", rq.key)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(rq.header); i += 2 {
+		r.Header.Set(rq.header[i], rq.header[i+1])
+	}
+	return r
+}

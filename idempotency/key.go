@@ -1,6 +1,9 @@
 package idempotency
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 )
@@ -85,4 +88,47 @@ func isTchar(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// storeKey is the name under which a store keeps a key: the scope's part,
+// 16 hex digits of a SHA-256 of the scope, a colon, then a hex SHA-256 of
+// the scope and the idempotency key. No client text reaches the store (no
+// odd characters, hash tags or lengths); a scope and a key cannot run into
+// each other, since the scope's length goes first; and a store can count
+// what each scope holds (see [MemoryOptions].MaxScopeEntries). 64 bits of
+// scope are plenty for counting: two scopes that share them share a quota,
+// never a result, since the digest after the colon covers the whole scope.
+func storeKey(scope, key string) string {
+	var stack [384]byte // a 64-byte scope and a key of MaxKeyLength fit
+	b := appendField(stack[:0], scope)
+	b = append(b, key...)
+	sum := sha256.Sum256(b)
+	sc := sha256.Sum256([]byte(scope))
+	var out [scopeHexLen + 1 + 2*sha256.Size]byte
+	hex.Encode(out[:scopeHexLen], sc[:scopeHexLen/2])
+	out[scopeHexLen] = ':'
+	hex.Encode(out[scopeHexLen+1:], sum[:])
+	return string(out[:])
+}
+
+// scopeHexLen is the length of the scope part of a store key.
+const scopeHexLen = 16
+
+// scopeOf returns the scope part of a store key: the text before its first
+// colon, or "" if it has none.
+func scopeOf(key string) string {
+	if i := strings.IndexByte(key, ':'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// newToken returns a fencing token: 128 random bits, so that no two claims
+// of a key, on any process, ever share one. The middleware makes it, not
+// the store, so that a Claim sent twice carries the same token and can
+// find its own claim (see [Store]).
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return hex.EncodeToString(b[:])
 }

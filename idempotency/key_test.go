@@ -49,3 +49,17 @@ func TestParseKey(t *testing.T) {
 		assert.Equal(t, tc.want, got, "ParseKey(%q)", tc.in)
 	}
 }
+
+func TestStoreKeyHasAScopePart(t *testing.T) {
+	t.Parallel()
+	a1, a2 := idempotency.StoreKey("alice", "k1"), idempotency.StoreKey("alice", "k2")
+	b1 := idempotency.StoreKey("bob", "k1")
+	for _, k := range []string{a1, a2, b1} {
+		assert.Regexp(t, `^[0-9a-f]{16}:[0-9a-f]{64}$`, k)
+	}
+	scope := func(k string) string { return k[:strings.IndexByte(k, ':')] }
+	assert.Equal(t, scope(a1), scope(a2), "one scope, one scope part")
+	assert.NotEqual(t, scope(a1), scope(b1), "two scopes, two scope parts")
+	assert.NotEqual(t, a1[17:], b1[17:], "the same key in two scopes is two keys, whatever the scope parts")
+	assert.NotEqual(t, idempotency.StoreKey("ab", "c"), idempotency.StoreKey("a", "bc"), "scope and key cannot run into each other")
+}

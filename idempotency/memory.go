@@ -4,90 +4,136 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/stormguard/retry"
 )
 
-// Defaults of [MemoryOptions].
+// Defaults of [MemoryOptions]. A store is full at 100,000 keys: more than
+// one keyed write a second, all day, kept for the default TTL of 24h, which
+// is what one process of a service takes before it needs a shared store.
+// 128 MiB holds that many results of about 1 KiB. One scope may hold a
+// tenth of either, so that one caller filling the store leaves room for
+// nine others as large, and for any number of smaller ones.
 const (
-	defaultMaxEntries = 10_000
-	defaultMaxBytes   = 64 << 20
+	defaultMaxEntries = 100_000
+	defaultMaxBytes   = 128 << 20
+	defaultScopeShare = 10 // a scope's default bound is 1/defaultScopeShare of the store's
 )
 
 // entryOverhead is what a [MemoryStore] counts for each entry on top of its
-// key, fingerprint and result: about what the map slot, the entry and its
-// place in the expiry heap take.
+// key, token, fingerprint and result: about what the map slot, the entry
+// and its place in the expiry heap take.
 const entryOverhead = 128
 
 // MemoryOptions configures a [MemoryStore]. The zero value holds up to
-// 10,000 keys and 64 MiB on the real clock.
+// 100,000 keys and 128 MiB, a tenth of each for one scope, on the real
+// clock.
 type MemoryOptions struct {
 	// MaxEntries bounds how many keys are claimed or completed at once
-	// [10,000].
+	// [100,000].
 	MaxEntries int
 
-	// MaxBytes bounds the bytes held: keys, fingerprints and results, plus
-	// 128 bytes per key for bookkeeping [64 MiB].
+	// MaxBytes bounds the bytes held: keys, tokens, fingerprints and
+	// results, plus 128 bytes per key for bookkeeping [128 MiB].
 	MaxBytes int64
+
+	// MaxScopeEntries bounds how many of the keys one scope holds at once
+	// [MaxEntries/10]. A scope is what Options.Scope returns for a request:
+	// one caller. Set it to MaxEntries to let one scope take the whole
+	// store, as a service whose callers all share one scope must.
+	//
+	// The bound is per scope, so it holds back one caller only if that
+	// caller cannot make new scopes at will: with the default scope (a
+	// digest of the credentials), a client that sends made-up
+	// Authorization values gets a scope for each. Authenticate before the
+	// middleware, or scope by the authenticated principal.
+	MaxScopeEntries int
+
+	// MaxScopeBytes bounds the bytes one scope holds at once
+	// [MaxBytes/10].
+	MaxScopeBytes int64
 
 	// Clock tells the time by which leases and TTLs run out [real time].
 	Clock retry.Clock
 }
 
 // MemoryStore is a [Store] in the memory of one process, bounded in keys
-// and bytes. It is the store of a [Middleware] whose Options.Store is nil.
+// and bytes, in all and for each scope. It is the store of a [Middleware]
+// whose Options.Store is nil.
 //
 // Entries leave when their lease or TTL runs out, never earlier: when a new
-// key or a result would pass a bound, Claim or Complete returns
-// [ErrStoreFull] (the middleware answers 503) rather than forget a result
-// that a retry may still ask for. Size the bounds for the keys that one TTL
-// brings. It shares nothing between processes: a fleet needs a shared
-// store such as package redisstore's.
+// key or a result would pass a bound, Claim or Complete returns an error
+// that matches [ErrStoreFull] (the middleware answers 503) rather than
+// forget a result that a retry may still ask for. The bound of each scope
+// makes that refusal fall on the caller who filled its share, not on
+// everyone: one client sending fresh keys as fast as it can fills its
+// scope, a tenth of the store by default, and the others go on. Requests
+// without credentials share one scope (see Options.Scope), so they share
+// one share. Size the bounds for the keys that one TTL brings. It shares
+// nothing between processes: a fleet needs a shared store such as package
+// redisstore's.
 //
 // A MemoryStore is safe for concurrent use; each method takes one lock.
 type MemoryStore struct {
 	clk        retry.Clock
 	maxEntries int
 	maxBytes   int64
+	maxScopeN  int
+	maxScopeB  int64
 
 	mu      sync.Mutex
 	entries map[string]*entry
-	expiry  expiryHeap // every entry, soonest expiry first
-	bytes   int64
-	seq     uint64 // the last token handed out
+	scopes  map[string]*usage // what each scope holds; a scope that holds nothing is absent
+	expiry  expiryHeap        // every entry, soonest expiry first
+	all     usage
 }
 
-// entry is one key: claimed while token is set, completed once it is "".
+// usage is what a scope, or the whole store, holds.
+type usage struct {
+	entries int
+	bytes   int64
+}
+
+// entry is one key: claimed by token, or completed by it once done is set.
 type entry struct {
 	key     string
 	token   string
+	done    bool
 	fp      []byte
 	result  []byte
 	expires time.Time
-	index   int // in MemoryStore.expiry
+	index   int    // in MemoryStore.expiry
+	use     *usage // its scope's
 }
 
 func (e *entry) size() int64 {
-	return int64(len(e.key)+len(e.fp)+len(e.result)) + entryOverhead
+	return int64(len(e.key)+len(e.token)+len(e.fp)+len(e.result)) + entryOverhead
 }
 
-// NewMemoryStore returns an empty MemoryStore. It rejects negative bounds
-// with an error that matches [ErrInvalidOptions].
+// NewMemoryStore returns an empty MemoryStore. It rejects negative bounds,
+// and a scope bound above the store's, with an error that matches
+// [ErrInvalidOptions].
 func NewMemoryStore(opts MemoryOptions) (*MemoryStore, error) {
 	switch {
 	case opts.MaxEntries < 0:
 		return nil, invalid("MemoryOptions.MaxEntries %d is negative", opts.MaxEntries)
 	case opts.MaxBytes < 0:
 		return nil, invalid("MemoryOptions.MaxBytes %d is negative", opts.MaxBytes)
+	case opts.MaxScopeEntries < 0:
+		return nil, invalid("MemoryOptions.MaxScopeEntries %d is negative", opts.MaxScopeEntries)
+	case opts.MaxScopeBytes < 0:
+		return nil, invalid("MemoryOptions.MaxScopeBytes %d is negative", opts.MaxScopeBytes)
 	}
 	s := &MemoryStore{
 		clk:        opts.Clock,
 		maxEntries: opts.MaxEntries,
 		maxBytes:   opts.MaxBytes,
+		maxScopeN:  opts.MaxScopeEntries,
+		maxScopeB:  opts.MaxScopeBytes,
 		entries:    make(map[string]*entry),
+		scopes:     make(map[string]*usage),
 	}
 	if s.maxEntries == 0 {
 		s.maxEntries = defaultMaxEntries
@@ -95,11 +141,23 @@ func NewMemoryStore(opts MemoryOptions) (*MemoryStore, error) {
 	if s.maxBytes == 0 {
 		s.maxBytes = defaultMaxBytes
 	}
+	if s.maxScopeN == 0 {
+		s.maxScopeN = max(s.maxEntries/defaultScopeShare, 1)
+	}
+	if s.maxScopeB == 0 {
+		s.maxScopeB = max(s.maxBytes/defaultScopeShare, 1)
+	}
+	switch {
+	case s.maxScopeN > s.maxEntries:
+		return nil, invalid("MemoryOptions.MaxScopeEntries %d is above MaxEntries %d", s.maxScopeN, s.maxEntries)
+	case s.maxScopeB > s.maxBytes:
+		return nil, invalid("MemoryOptions.MaxScopeBytes %d is above MaxBytes %d", s.maxScopeB, s.maxBytes)
+	}
 	return s, nil
 }
 
 // Claim implements [Store].
-func (s *MemoryStore) Claim(_ context.Context, key string, fingerprint []byte, lease time.Duration) (Claim, error) {
+func (s *MemoryStore) Claim(_ context.Context, key, token string, fingerprint []byte, lease time.Duration) (Claim, error) {
 	if lease <= 0 {
 		return Claim{}, fmt.Errorf("idempotency: MemoryStore.Claim: lease %v is not positive", lease)
 	}
@@ -108,20 +166,19 @@ func (s *MemoryStore) Claim(_ context.Context, key string, fingerprint []byte, l
 	now := s.now()
 	s.expire(now)
 	if e := s.entries[key]; e != nil {
-		if e.token != "" {
-			return Claim{State: InFlight, Fingerprint: e.fp}, nil
+		switch {
+		case e.done:
+			return Claim{State: Completed, Fingerprint: e.fp, Result: e.result}, nil
+		case e.token == token: // the same call, sent again
+			return Claim{State: Acquired}, nil
 		}
-		return Claim{State: Completed, Fingerprint: e.fp, Result: e.result}, nil
+		return Claim{State: InFlight, Fingerprint: e.fp}, nil
 	}
-	s.seq++
-	e := &entry{key: key, token: strconv.FormatUint(s.seq, 10), fp: fingerprint, expires: now.Add(lease)}
-	if len(s.entries) >= s.maxEntries || s.bytes+e.size() > s.maxBytes {
-		return Claim{}, ErrStoreFull
+	e := &entry{key: key, token: token, fp: fingerprint, expires: now.Add(lease)}
+	if err := s.add(e); err != nil {
+		return Claim{}, err
 	}
-	s.entries[key] = e
-	s.bytes += e.size()
-	heap.Push(&s.expiry, e)
-	return Claim{State: Acquired, Token: e.token}, nil
+	return Claim{State: Acquired}, nil
 }
 
 // Renew implements [Store].
@@ -129,8 +186,9 @@ func (s *MemoryStore) Renew(_ context.Context, key, token string, lease time.Dur
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	e := s.held(key, token, now)
-	if e == nil {
+	s.expire(now)
+	e := s.entries[key]
+	if e == nil || e.done || e.token != token {
 		return ErrLeaseLost
 	}
 	e.expires = now.Add(lease)
@@ -139,19 +197,26 @@ func (s *MemoryStore) Renew(_ context.Context, key, token string, lease time.Dur
 }
 
 // Complete implements [Store].
-func (s *MemoryStore) Complete(_ context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (s *MemoryStore) Complete(_ context.Context, key, token string, fingerprint, result []byte, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	e := s.held(key, token, now)
-	if e == nil {
+	s.expire(now)
+	e := s.entries[key]
+	switch {
+	case e == nil: // the lease ran out and nobody took the key: save anyway
+		return s.add(&entry{key: key, token: token, done: true, fp: fingerprint, result: result, expires: now.Add(ttl)})
+	case e.token != token:
 		return ErrLeaseLost
+	case e.done: // the same call, sent again: the first result stays
+		return nil
 	}
-	if grow := int64(len(result)) - int64(len(e.result)); s.bytes+grow > s.maxBytes {
-		return ErrStoreFull
+	grow := int64(len(result)) - int64(len(e.result))
+	if err := s.room(e.use, 0, grow); err != nil {
+		return err
 	}
-	s.bytes += int64(len(result)) - int64(len(e.result))
-	e.token, e.result, e.expires = "", result, now.Add(ttl)
+	s.account(e.use, 0, grow)
+	e.done, e.result, e.expires = true, result, now.Add(ttl)
 	heap.Fix(&s.expiry, e.index)
 	return nil
 }
@@ -160,8 +225,12 @@ func (s *MemoryStore) Complete(_ context.Context, key, token string, result []by
 func (s *MemoryStore) Release(_ context.Context, key, token string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.held(key, token, s.now())
-	if e == nil {
+	s.expire(s.now())
+	e := s.entries[key]
+	switch {
+	case e == nil: // released already (the same call, sent again), or expired
+		return nil
+	case e.done || e.token != token:
 		return ErrLeaseLost
 	}
 	s.remove(e)
@@ -175,16 +244,50 @@ func (s *MemoryStore) Len() (entries int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(s.now())
-	return len(s.entries), s.bytes
+	return s.all.entries, s.all.bytes
 }
 
-// held returns key's entry if the claim that token names still holds it.
-func (s *MemoryStore) held(key, token string, now time.Time) *entry {
-	e := s.entries[key]
-	if e == nil || e.token == "" || e.token != token || !now.Before(e.expires) {
-		return nil
+// add stores a new entry if the store and its scope have room for it.
+func (s *MemoryStore) add(e *entry) error {
+	scope := scopeOf(e.key)
+	use := s.scopes[scope]
+	if use == nil {
+		use = &usage{}
 	}
-	return e
+	if err := s.room(use, 1, e.size()); err != nil {
+		return err
+	}
+	if use.entries == 0 {
+		s.scopes[scope] = use
+	}
+	e.use = use
+	s.account(use, 1, e.size())
+	s.entries[e.key] = e
+	heap.Push(&s.expiry, e)
+	return nil
+}
+
+// room reports whether n more entries and b more bytes fit, in the store
+// and in the scope that use counts.
+func (s *MemoryStore) room(use *usage, n int, b int64) error {
+	switch {
+	case s.all.entries+n > s.maxEntries:
+		return fmt.Errorf("%w: %d keys", ErrStoreFull, s.maxEntries)
+	case s.all.bytes+b > s.maxBytes:
+		return fmt.Errorf("%w: %d bytes", ErrStoreFull, s.maxBytes)
+	case use.entries+n > s.maxScopeN:
+		return fmt.Errorf("%w: this scope holds its %d keys", ErrStoreFull, s.maxScopeN)
+	case use.bytes+b > s.maxScopeB:
+		return fmt.Errorf("%w: this scope holds its %d bytes", ErrStoreFull, s.maxScopeB)
+	}
+	return nil
+}
+
+func (s *MemoryStore) account(use *usage, n int, b int64) {
+	use.entries += n
+	use.bytes += b
+	s.all.entries += n
+	s.all.bytes += b
 }
 
 // expire drops every entry whose lease or TTL has run out by now.
@@ -197,7 +300,10 @@ func (s *MemoryStore) expire(now time.Time) {
 func (s *MemoryStore) remove(e *entry) {
 	heap.Remove(&s.expiry, e.index)
 	delete(s.entries, e.key)
-	s.bytes -= e.size()
+	s.account(e.use, -1, -e.size())
+	if e.use.entries == 0 {
+		delete(s.scopes, scopeOf(e.key))
+	}
 }
 
 func (s *MemoryStore) now() time.Time {

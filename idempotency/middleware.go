@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"time"
 )
 
 // Middleware makes the handlers it wraps answer each idempotency key once:
@@ -18,7 +19,8 @@ import (
 // keys can meet (a client's keys are random, so they rarely do).
 type Middleware struct {
 	opts     Options
-	inMemory bool // the store is a MemoryStore, which never blocks
+	store    Store // opts.Store, each call bounded by StoreTimeout and counted
+	inMemory bool  // the store is a MemoryStore, which never blocks
 }
 
 // New returns a Middleware configured by opts. Invalid options give an
@@ -29,7 +31,17 @@ func New(opts Options) (*Middleware, error) {
 		return nil, err
 	}
 	_, inMemory := opts.Store.(*MemoryStore)
-	return &Middleware{opts: opts, inMemory: inMemory}, nil
+	m := &Middleware{opts: opts, inMemory: inMemory}
+	m.store = &boundedStore{s: opts.Store, timeout: opts.StoreTimeout, clk: opts.Clock, direct: inMemory}
+	return m, nil
+}
+
+// now tells the time on Options.Clock.
+func (m *Middleware) now() time.Time {
+	if m.opts.Clock == nil {
+		return time.Now()
+	}
+	return m.opts.Clock.Now()
 }
 
 // Handler returns a handler that applies the middleware to the requests of
@@ -60,13 +72,28 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(vals) == 0:
 		h.next.ServeHTTP(w, r)
 		return
-	case len(vals) > 1:
-		writeProblem(w, http.StatusBadRequest, "The request has more than one "+m.opts.Header+" header.", false)
+	}
+	p := m.newReport()
+	if p != nil {
+		defer p.done(m, r) // deferred: a panicking handler is reported too
+	}
+	h.serveKeyed(w, r, vals, p)
+}
+
+// serveKeyed answers a request that carries a key, and says how in p.
+func (h *handler) serveKeyed(w http.ResponseWriter, r *http.Request, vals []string, p *report) {
+	m := h.m
+	reject := func(status int, detail string) {
+		p.set(OutcomeRejected, status, nil)
+		writeProblem(w, status, detail, false)
+	}
+	if len(vals) > 1 {
+		reject(http.StatusBadRequest, "The request has more than one "+m.opts.Header+" header.")
 		return
 	}
 	key, err := parseKey(vals[0])
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, "Malformed "+m.opts.Header+": "+err.Error()+".", false)
+		reject(http.StatusBadRequest, "Malformed "+m.opts.Header+": "+err.Error()+".")
 		return
 	}
 	body, status := m.readBody(r)
@@ -75,37 +102,45 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusRequestEntityTooLarge {
 			detail = "The request body is larger than this endpoint accepts with an " + m.opts.Header + "."
 		}
-		writeProblem(w, status, detail, false)
+		reject(status, detail)
 		return
 	}
 	fp := fingerprint(r, body)
 	skey := storeKey(m.opts.Scope(r), key)
 
-	ctx, cancel := m.storeCtx(r.Context())
-	c, err := m.opts.Store.Claim(ctx, skey, fp, m.opts.Lease)
+	token, claimed := newToken(), m.now() // the lease runs from the call's start
+	ctx, cancel := m.storeCtx(p.ctx(r.Context()))
+	c, err := m.store.Claim(ctx, skey, token, fp, m.opts.Lease)
 	cancel()
 	switch {
 	case err != nil:
 		// Fail closed: without the store, nothing tells whether this key ran.
+		p.set(OutcomeStoreFailed, http.StatusServiceUnavailable, err)
 		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store is unavailable; the request was not processed.", true)
 	case c.State == Acquired:
-		h.run(w, r, body, skey, c.Token)
+		h.run(w, r, body, skey, token, fp, claimed, p)
 	case c.State != InFlight && c.State != Completed:
+		p.set(OutcomeStoreFailed, http.StatusServiceUnavailable, errBadState)
 		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store gave an invalid answer; the request was not processed.", true)
 	// A different request under the same key is refused before anything
 	// else, in flight or not: the client has a bug that waiting won't fix.
 	case !bytes.Equal(c.Fingerprint, fp):
+		p.set(OutcomeMismatch, http.StatusUnprocessableEntity, nil)
 		writeProblem(w, http.StatusUnprocessableEntity, "This "+m.opts.Header+" was used for a different request (method, path, query, content type or body).", false)
 	case c.State == InFlight:
+		p.set(OutcomeInFlight, http.StatusConflict, nil)
 		writeProblem(w, http.StatusConflict, "A request with this "+m.opts.Header+" is being processed; retry later to get its result.", true)
 	default:
-		replay(w, c.Result)
+		replay(w, c.Result, p)
 	}
 }
 
+var errBadState = errors.New("idempotency: the store's Claim answered no valid State")
+
 // readBody reads the request body for the fingerprint, up to MaxBodyBytes.
-// A non-zero status says why it could not: 413 or 400. A body of known
-// length is read into a slice of that length, with no growing.
+// A non-zero status says why it could not: 413 or 400. The buffer grows
+// with what arrives, never to a declared Content-Length before the bytes
+// do: a client that sends headers only costs no more than its headers.
 func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 	if r.ContentLength > m.opts.MaxBodyBytes {
 		return nil, http.StatusRequestEntityTooLarge
@@ -113,16 +148,7 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil, 0
 	}
-	var (
-		body []byte
-		err  error
-	)
-	if r.ContentLength > 0 {
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(r.Body, m.opts.MaxBodyBytes+1))
-	}
+	body, err := readGrowing(io.LimitReader(r.Body, m.opts.MaxBodyBytes+1), r.ContentLength)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge), int64(len(body)) > m.opts.MaxBodyBytes:
@@ -133,18 +159,49 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 	return body, 0
 }
 
+// firstRead is the most that readGrowing holds before any byte arrives.
+const firstRead = 512
+
+// readGrowing reads r to its end into a buffer that starts at firstRead
+// bytes, or at the declared length (and a byte to see the end in) if that
+// is smaller, which makes most bodies one allocation of the right size,
+// and grows with what is read, as io.ReadAll does.
+func readGrowing(r io.Reader, declared int64) ([]byte, error) {
+	n := int64(firstRead)
+	if declared > 0 && declared < n {
+		n = declared + 1
+	}
+	b := make([]byte, 0, n)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
 // replay sends a saved result.
-func replay(w http.ResponseWriter, result []byte) {
+func replay(w http.ResponseWriter, result []byte, p *report) {
 	rec, err := decodeRecord(result)
 	if err != nil {
+		// The store handed back what no middleware saved: a store fault.
+		p.set(OutcomeStoreFailed, http.StatusInternalServerError, err)
 		writeProblem(w, http.StatusInternalServerError, "The saved result of this request is unreadable.", false)
 		return
 	}
+	p.set(OutcomeReplayed, rec.status, nil)
 	w.Header().Set(ReplayedHeader, "true")
 	if rec.omitted {
 		w.Header().Set(BodyOmittedHeader, "true")
 	}
-	send(w, rec.status, rec.header, rec.body)
+	send(w, rec.status, rec.header, rec.body, rec.trailer)
 }
 
 // Headers that a replay carries.

@@ -45,9 +45,9 @@ type savedFirst struct {
 	log []string
 }
 
-func (s *savedFirst) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (s *savedFirst) Complete(ctx context.Context, key, token string, fp, result []byte, ttl time.Duration) error {
 	s.log = append(s.log, "saved")
-	return s.Store.Complete(ctx, key, token, result, ttl)
+	return s.Store.Complete(ctx, key, token, fp, result, ttl)
 }
 
 func (s *savedFirst) Release(ctx context.Context, key, token string) error {

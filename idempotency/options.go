@@ -15,6 +15,7 @@ const (
 	defaultMaxBodyBytes     = 1 << 20
 	defaultMaxResponseBytes = 1 << 20
 	defaultStoreTimeout     = 2 * time.Second
+	defaultHandlerTimeout   = time.Minute
 )
 
 // Options configures a [Middleware]. The zero value is ready to use: see
@@ -41,23 +42,35 @@ type Options struct {
 	// after it is a new request.
 	TTL time.Duration
 
-	// Lease is how long a request holds its key without renewal [10s]. The
-	// middleware renews it every Lease/3 while the handler runs, so a slow
-	// handler keeps its key; when a process dies mid-request, its key is
-	// free again one Lease later, not one TTL later.
+	// Lease is how long a request holds its key without renewal [10s, or
+	// TTL if that is shorter]. The middleware renews it every Lease/3 while
+	// the handler runs, so a slow handler keeps its key; when a process
+	// dies mid-request, its key is free again one Lease later, not one TTL
+	// later. If no renewal succeeds within a Lease of the start of the last
+	// store call that granted it (the store is unreachable), the handler's
+	// ctx ends with cause ErrLeaseLost, since another request may take the
+	// key from then on. A Lease set longer than TTL is an error: a result
+	// would be kept for less time than a request may run.
 	Lease time.Duration
 
 	// Scope says whose key it is: a key and its result belong to one scope,
 	// so that a result saved for one caller is never replayed to another,
-	// and the same key from two callers is two requests [a SHA-256 of the
-	// Authorization header; "" without one].
+	// and the same key from two callers is two requests [a SHA-256 of every
+	// credential the request carries: the Authorization,
+	// Proxy-Authorization, Cookie and X-API-Key headers and the TLS client
+	// certificate; "" with none of them].
 	//
-	// The default's limit: a bearer token that changes between two attempts
-	// (a refresh, a rotation) makes the retry look like another caller's
-	// request, and it runs again. A service that knows its authenticated
-	// principal should scope by it, the user or account id, so that a key
-	// stays the caller's whatever credential carries it. Requests without
-	// Authorization all share the scope "".
+	// The default never replays across two sessions that the middleware
+	// can tell apart, but it cannot know which of them is the caller's
+	// identity, so it keeps them all, at a cost: a credential that changes
+	// between two attempts (a refreshed token, a rotated key, a cookie that
+	// an analytics script rewrote) makes the retry look like another
+	// caller's request, and it runs again. And callers it cannot tell apart
+	// share a scope: anonymous requests all share "", and so do callers
+	// that authenticate by a header it does not know. A service that knows
+	// its authenticated principal should scope by it, the user or account
+	// id (see the example), so that a key stays the caller's whatever
+	// credential carries it.
 	Scope func(*http.Request) string
 
 	// MaxBodyBytes bounds the request body that the middleware reads to
@@ -77,17 +90,43 @@ type Options struct {
 	Retryable func(status int) bool
 
 	// StoreTimeout bounds each call to the Store [2s]; a call that takes
-	// longer counts as a failed store.
+	// longer counts as a failed store: before the handler runs, the request
+	// is answered 503 at StoreTimeout. The middleware keeps this bound
+	// itself, whatever the store does with its ctx (a go-redis client
+	// ignores ctx deadlines unless its ContextTimeoutEnabled is set): a
+	// call it gives up on runs on, on a goroutine of its own, until the
+	// store returns, and a claim that succeeds that late is released. Give
+	// the store's client timeouts of its own too, so that those goroutines
+	// end.
 	StoreTimeout time.Duration
+
+	// HandlerTimeout bounds the run of a handler that holds its key [1m]:
+	// its ctx ends then (context.DeadlineExceeded), as it ends with cause
+	// ErrLeaseLost if the lease is lost. Whatever it answers is saved, or
+	// released, by the usual rules: a handler that stops at its deadline
+	// without having done anything should answer a retryable status (503).
+	HandlerTimeout time.Duration
+
+	// CancelOnDisconnect makes the handler's ctx end when its client goes
+	// away, as a plain net/http handler's does [false]. By default, once a
+	// request has claimed its key, its handler runs to its end on a ctx
+	// that keeps the request's values but not its cancellation: a client
+	// that drops its connection or gives up (an attempt timeout) does not
+	// stop work in progress, whose result is saved, so that the retry that
+	// follows gets it. Cancelled mid-way, such a handler would answer 5xx
+	// and release the key, and the retry would do again what was done.
+	// Set it only for handlers whose every step up to the answer rolls
+	// back when ctx ends.
+	CancelOnDisconnect bool
 
 	// Clock tells the time of leases, TTLs and lease renewals [real time].
 	// A *clock.Mock of github.com/benbjohnson/clock assigns to it, so that
 	// tests move time instead of sleeping. It is the default store's clock
-	// too; a Store of your own keeps its own time. The pause between two
-	// lease renewals is a wait on it (WithTimeout): a fake that skips each
-	// wait as it starts, as retrytest.NewAutoClock does, would renew
-	// without end while a handler runs; use retrytest.NewClock, whose
-	// Waits show each renewal's pause, or a *clock.Mock.
+	// too; a Store of your own keeps its own time. Renewals are deadlines
+	// on it (WithDeadline), never waits, so any clock works: a
+	// retrytest.Clock or a *clock.Mock renews as the test moves time, and
+	// an auto-advancing retrytest.NewAutoClock, which moves time only for
+	// waits, renews when something else moves it past a renewal.
 	Clock retry.Clock
 
 	// OnDone, if set, is called once for each request that carries a key,
@@ -121,10 +160,12 @@ func (o *Options) resolve() error {
 		o.TTL = defaultTTL
 	}
 	if o.Lease == 0 {
-		o.Lease = defaultLease
+		// A default longer than the TTL shrinks to it: the user asked for
+		// the TTL and for nothing about leases.
+		o.Lease = min(defaultLease, o.TTL)
 	}
 	if o.Scope == nil {
-		o.Scope = authorizationScope
+		o.Scope = credentialScope
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = defaultMaxBodyBytes
@@ -137,6 +178,9 @@ func (o *Options) resolve() error {
 	}
 	if o.StoreTimeout == 0 {
 		o.StoreTimeout = defaultStoreTimeout
+	}
+	if o.HandlerTimeout == 0 {
+		o.HandlerTimeout = defaultHandlerTimeout
 	}
 	if !isToken(o.Header) {
 		return invalid("Header %q is not a valid header name", o.Header)
@@ -157,13 +201,15 @@ func (o *Options) resolve() error {
 	case o.Lease < time.Millisecond:
 		return invalid("Lease %v is below 1ms", o.Lease)
 	case o.TTL < o.Lease:
-		return invalid("TTL %v is below Lease %v: a result would be kept for less time than a request may run", o.TTL, o.Lease)
+		return invalid("Lease %v is above TTL %v: a result would be kept for less time than a request may run", o.Lease, o.TTL)
 	case o.MaxBodyBytes < 0:
 		return invalid("MaxBodyBytes %d is negative", o.MaxBodyBytes)
 	case o.MaxResponseBytes < 0:
 		return invalid("MaxResponseBytes %d is negative", o.MaxResponseBytes)
 	case o.StoreTimeout < 0:
 		return invalid("StoreTimeout %v is negative", o.StoreTimeout)
+	case o.HandlerTimeout < 0:
+		return invalid("HandlerTimeout %v is negative", o.HandlerTimeout)
 	}
 	if o.Store == nil {
 		s, err := NewMemoryStore(MemoryOptions{Clock: o.Clock})

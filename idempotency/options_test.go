@@ -24,7 +24,7 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 		{idempotency.Options{TTL: time.Microsecond}, "TTL"},
 		{idempotency.Options{Lease: -time.Second}, "Lease"},
 		{idempotency.Options{Lease: 999 * time.Microsecond}, "Lease"},
-		{idempotency.Options{TTL: time.Second, Lease: time.Minute}, "TTL"},
+		{idempotency.Options{TTL: time.Second, Lease: time.Minute}, "Lease"},
 		{idempotency.Options{MaxBodyBytes: -1}, "MaxBodyBytes"},
 		{idempotency.Options{MaxResponseBytes: -1}, "MaxResponseBytes"},
 		{idempotency.Options{StoreTimeout: -time.Second}, "StoreTimeout"},

@@ -1,6 +1,8 @@
 package idempotency
 
 import (
+	"context"
+	"net/http"
 	"time"
 )
 
@@ -37,7 +39,8 @@ const (
 
 	// OutcomeStoreFailed: the store failed, timed out or was full before
 	// the handler could run; the caller was answered 503 and the handler
-	// did not run.
+	// did not run. (Or the result the store returned is unreadable: the
+	// caller was answered 500.)
 	OutcomeStoreFailed
 
 	// OutcomeLeaseLost: the handler ran but its claim was taken over (or
@@ -70,7 +73,8 @@ func (o Outcome) String() string {
 // only what is safe to log and bounded in cardinality.
 type Summary struct {
 	Outcome Outcome
-	// Status is the status code the caller was sent.
+	// Status is the status code the caller was sent, or 0 if none was (a
+	// handler that panicked before its response went out).
 	Status int
 	// Elapsed is the time from the request's arrival to its answer, on
 	// Options.Clock.
@@ -83,4 +87,47 @@ type Summary struct {
 	// Err is the store's error for OutcomeStoreFailed and OutcomeLeaseLost,
 	// or nil. Test it with errors.Is.
 	Err error
+}
+
+// report gathers a keyed request's Summary as the middleware answers it,
+// and hands it to Options.OnDone. A nil *report (no OnDone) does nothing,
+// so that a middleware without the hook pays nothing for it.
+type report struct {
+	start time.Time
+	tally tally
+	s     Summary
+}
+
+// newReport starts the report of a keyed request, or returns nil without
+// an OnDone.
+func (m *Middleware) newReport() *report {
+	if m.opts.OnDone == nil {
+		return nil
+	}
+	return &report{start: m.now()}
+}
+
+// set records how the request was answered.
+func (p *report) set(o Outcome, status int, err error) {
+	if p != nil {
+		p.s.Outcome, p.s.Status, p.s.Err = o, status, err
+	}
+}
+
+// ctx returns parent carrying the report's tally, so that the store calls
+// made with it are counted.
+func (p *report) ctx(parent context.Context) context.Context {
+	if p == nil {
+		return parent
+	}
+	return withTally(parent, &p.tally)
+}
+
+// done calls OnDone. It is deferred, so that a handler's panic is
+// reported too.
+func (p *report) done(m *Middleware, r *http.Request) {
+	p.s.Elapsed = m.now().Sub(p.start)
+	p.s.StoreCalls = int(p.tally.calls.Load())
+	p.s.StoreTime = time.Duration(p.tally.nanos.Load())
+	m.opts.OnDone(r, p.s)
 }

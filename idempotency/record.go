@@ -10,45 +10,94 @@ import (
 type record struct {
 	status  int
 	header  http.Header // as the handler set it when it wrote the status
+	trailer http.Header // the trailers the handler set; nil for none
 	body    []byte
 	omitted bool // the body was too large to save: a replay sends none
 }
 
 // recordVersion is the first byte of an encoded record, so that a later
-// format can tell old records from new ones in a shared store.
-const recordVersion = 1
+// format can tell old records from new ones in a shared store. Version 2
+// adds the trailers, after the header; a record without trailers is still
+// written as version 1, so that processes of an older release, sharing the
+// store during a rolling upgrade, can replay it.
+const (
+	recordVersion         = 1
+	recordVersionTrailers = 2
+)
+
+// notSaved reports whether a response header belongs to the session of the
+// caller who got it, and so is neither saved nor replayed: a replay may go
+// to a client that holds the key but not that session (the same key and
+// body, another cookie). Set-Cookie (RFC 6265; Set-Cookie2 is its obsolete
+// form) and Authentication-Info and Proxy-Authentication-Info (RFC 9110
+// §11.6.3, §11.7.3). Stripe's replays, likewise, carry the status and the
+// body, not the session.
+func notSaved(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Set-Cookie", "Set-Cookie2", "Authentication-Info", "Proxy-Authentication-Info":
+		return true
+	}
+	return false
+}
 
 const flagOmitted = 1
 
 var errBadRecord = errors.New("idempotency: saved result is unreadable")
 
 // encode returns the record as bytes for a Store: version, flags, status,
-// then each header name with its values, then the body, every field but the
-// body preceded by its length.
+// then each header name with its values, then (version 2) each trailer
+// the same way, then the body, every field but the body preceded by its
+// length. Headers that [notSaved] names are left out.
 func (r *record) encode() []byte {
-	n := 4 + len(r.body)
-	for k, vs := range r.header {
-		n += len(k) + 2*binary.MaxVarintLen32
-		for _, v := range vs {
-			n += len(v) + binary.MaxVarintLen32
-		}
-	}
+	n := 4 + len(r.body) + headerSize(r.header) + headerSize(r.trailer)
 	b := make([]byte, 0, n)
 	flags := byte(0)
 	if r.omitted {
 		flags |= flagOmitted
 	}
-	b = append(b, recordVersion, flags)
+	version := byte(recordVersion)
+	if len(r.trailer) > 0 {
+		version = recordVersionTrailers
+	}
+	b = append(b, version, flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(r.status))
-	b = binary.AppendUvarint(b, uint64(len(r.header)))
-	for k, vs := range r.header {
+	b = appendHeader(b, r.header)
+	if version == recordVersionTrailers {
+		b = appendHeader(b, r.trailer)
+	}
+	return append(b, r.body...)
+}
+
+func headerSize(h http.Header) int {
+	n := binary.MaxVarintLen32
+	for k, vs := range h {
+		n += len(k) + 2*binary.MaxVarintLen32
+		for _, v := range vs {
+			n += len(v) + binary.MaxVarintLen32
+		}
+	}
+	return n
+}
+
+func appendHeader(b []byte, h http.Header) []byte {
+	saved := 0
+	for k := range h {
+		if !notSaved(k) {
+			saved++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(saved))
+	for k, vs := range h {
+		if notSaved(k) {
+			continue
+		}
 		b = appendString(b, k)
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {
 			b = appendString(b, v)
 		}
 	}
-	return append(b, r.body...)
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -58,7 +107,7 @@ func appendString(b []byte, s string) []byte {
 
 // decodeRecord reverses encode. The body it returns shares b's memory.
 func decodeRecord(b []byte) (record, error) {
-	if len(b) < 4 || b[0] != recordVersion {
+	if len(b) < 4 || (b[0] != recordVersion && b[0] != recordVersionTrailers) {
 		return record{}, errBadRecord
 	}
 	r := record{omitted: b[1]&flagOmitted != 0, status: int(binary.BigEndian.Uint16(b[2:4]))}
@@ -66,28 +115,43 @@ func decodeRecord(b []byte) (record, error) {
 		return record{}, errBadRecord
 	}
 	d := decoder{b: b[4:]}
-	nh := d.uvarint()
-	if nh > uint64(len(d.b)) { // each header takes at least a byte
-		return record{}, errBadRecord
-	}
-	r.header = make(http.Header, nh)
-	for range nh {
-		k := d.string()
-		nv := d.uvarint()
-		if d.bad || nv > uint64(len(d.b)) {
-			return record{}, errBadRecord
-		}
-		vs := make([]string, nv)
-		for i := range vs {
-			vs[i] = d.string()
-		}
-		r.header[k] = vs
+	r.header = d.header()
+	if b[0] == recordVersionTrailers {
+		r.trailer = d.header()
 	}
 	if d.bad {
 		return record{}, errBadRecord
 	}
 	r.body = d.b
 	return r, nil
+}
+
+// header reads a header map written by appendHeader. Names that
+// [notSaved] names are dropped, should a record of an older release hold
+// them.
+func (d *decoder) header() http.Header {
+	nh := d.uvarint()
+	if d.bad || nh > uint64(len(d.b)) { // each header takes at least a byte
+		d.bad = true
+		return nil
+	}
+	h := make(http.Header, nh)
+	for range nh {
+		k := d.string()
+		nv := d.uvarint()
+		if d.bad || nv > uint64(len(d.b)) {
+			d.bad = true
+			return nil
+		}
+		vs := make([]string, nv)
+		for i := range vs {
+			vs[i] = d.string()
+		}
+		if !notSaved(k) {
+			h[k] = vs
+		}
+	}
+	return h
 }
 
 // decoder reads fields off b; once a read fails, bad is set and every

@@ -4,21 +4,26 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // recorder is the ResponseWriter the handler gets: it holds the response
 // until the middleware has saved it, so that a response is never sent
-// before it can be replayed. It supports no Flush or Hijack: a response is
-// sent only once it is saved, so it cannot be streamed as it is written
-// (but for a body past MaxResponseBytes, see overflow).
+// before it can be replayed. It supports none of http.ResponseController's
+// features (no Flush, Hijack, deadlines or full duplex: it has no Unwrap,
+// so each answers http.ErrNotSupported): a response is sent only once it
+// is saved, so it cannot be streamed as it is written (but for a body past
+// MaxResponseBytes, see overflow), and the request body was read in full
+// before the handler ran.
 type recorder struct {
-	w      http.ResponseWriter // the client's
-	header http.Header         // what the handler sets
-	status int                 // 0 until the handler writes a status
-	saved  http.Header         // header when the status was written: what is sent
-	body   bytes.Buffer
-	limit  int64
-	mode   recorderMode
+	w       http.ResponseWriter // the client's
+	header  http.Header         // what the handler sets
+	status  int                 // 0 until the handler writes a status
+	saved   http.Header         // header when the status was written: what is sent
+	trailer http.Header         // the trailers, once the handler has returned
+	body    bytes.Buffer
+	limit   int64
+	mode    recorderMode
 
 	// overflow is called once, when the body would pass limit. It settles
 	// the claim and sets mode to streaming, having sent what is held, or
@@ -91,30 +96,92 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 
 // finish fills in what net/http would for a handler that wrote nothing:
-// 200 and the header as it is.
+// 200 and the header as it is; and gathers the trailers the handler set.
 func (r *recorder) finish() {
 	if r.status == 0 {
 		r.status = http.StatusOK
 		r.saved, r.header = r.header, nil
 	}
+	live := r.header // the map the handler changed after WriteHeader
+	if live == nil {
+		live = r.saved
+	}
+	r.trailer = trailers(r.saved, live)
+}
+
+// trailers returns the trailers of a response as net/http would send them
+// (its finalTrailers): the values, at the end, of the names that the
+// Trailer header declared when the status was written, and every name set
+// with http.TrailerPrefix. It returns nil for none.
+func trailers(saved, live http.Header) http.Header {
+	var t http.Header
+	add := func(k string, vs []string) {
+		if len(vs) == 0 || notSaved(k) {
+			return
+		}
+		if t == nil {
+			t = make(http.Header)
+		}
+		t[k] = append(t[k], vs...)
+	}
+	for k, vs := range live {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			add(http.CanonicalHeaderKey(name), vs)
+		}
+	}
+	for _, v := range saved["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); name != "" && t[name] == nil {
+				add(name, live[name])
+			}
+		}
+	}
+	return t
 }
 
 // send sends what the recorder holds to the client.
 func (r *recorder) send() {
-	send(r.w, r.status, r.saved, r.body.Bytes())
+	send(r.w, r.status, r.saved, r.body.Bytes(), r.trailer)
 }
 
-// send writes a response: header, status and body. The header map of w
-// keeps what outer handlers set; the response's own fields replace theirs.
-func send(w http.ResponseWriter, status int, header http.Header, body []byte) {
+// send writes a response: header, status, body and trailers. The header
+// map of w keeps what outer handlers set; the response's own fields
+// replace theirs. A header set with http.TrailerPrefix is not a header,
+// and its value is in trailer: it is left out. Trailers go out with
+// http.TrailerPrefix once the body is written, which net/http sends as
+// trailers whether or not the Trailer header declared them (if the
+// response is chunked: with a Content-Length, net/http drops them, as it
+// did for the first response).
+func send(w http.ResponseWriter, status int, header http.Header, body []byte, trailer http.Header) {
 	dst := w.Header()
 	for k, v := range header {
-		dst[k] = v
+		if !strings.HasPrefix(k, http.TrailerPrefix) {
+			dst[k] = v
+		}
 	}
 	w.WriteHeader(status)
 	if len(body) > 0 {
 		_, _ = w.Write(body) // the client may be gone; the result is saved
 	}
+	for k, v := range trailer {
+		if declared(header, k) {
+			dst[k] = v // net/http takes a declared trailer's value from its name
+		} else {
+			dst[http.TrailerPrefix+k] = v
+		}
+	}
+}
+
+// declared reports whether header's Trailer field names the trailer name.
+func declared(header http.Header, name string) bool {
+	for _, v := range header["Trailer"] {
+		for n := range strings.SplitSeq(v, ",") {
+			if http.CanonicalHeaderKey(strings.TrimSpace(n)) == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bodyAllowed reports whether a response with status may have a body

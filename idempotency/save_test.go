@@ -210,24 +210,24 @@ type failing struct {
 	claim, complete error
 }
 
-func (f *failing) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+func (f *failing) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
 	if f.claim != nil {
 		return idempotency.Claim{}, f.claim
 	}
-	return f.Store.Claim(ctx, key, fp, lease)
+	return f.Store.Claim(ctx, key, token, fp, lease)
 }
 
-func (f *failing) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
+func (f *failing) Complete(ctx context.Context, key, token string, fp, result []byte, ttl time.Duration) error {
 	if f.complete != nil {
 		return f.complete
 	}
-	return f.Store.Complete(ctx, key, token, result, ttl)
+	return f.Store.Complete(ctx, key, token, fp, result, ttl)
 }
 
 // hung is a Store whose Claim waits until its ctx ends.
 type hung struct{ idempotency.Store }
 
-func (hung) Claim(ctx context.Context, _ string, _ []byte, _ time.Duration) (idempotency.Claim, error) {
+func (hung) Claim(ctx context.Context, _, _ string, _ []byte, _ time.Duration) (idempotency.Claim, error) {
 	<-ctx.Done()
 	return idempotency.Claim{}, ctx.Err()
 }
@@ -255,11 +255,11 @@ func TestStoreFailureIs503AndTheHandlerDoesNotRun(t *testing.T) {
 // stateStore answers every Claim with its own value as the State.
 type stateStore idempotency.State
 
-func (s stateStore) Claim(context.Context, string, []byte, time.Duration) (idempotency.Claim, error) {
+func (s stateStore) Claim(context.Context, string, string, []byte, time.Duration) (idempotency.Claim, error) {
 	return idempotency.Claim{State: idempotency.State(s)}, nil
 }
 func (stateStore) Renew(context.Context, string, string, time.Duration) error { return nil }
-func (stateStore) Complete(context.Context, string, string, []byte, time.Duration) error {
+func (stateStore) Complete(context.Context, string, string, []byte, []byte, time.Duration) error {
 	return nil
 }
 func (stateStore) Release(context.Context, string, string) error { return nil }
@@ -291,11 +291,11 @@ func TestUnreadableResultIs500(t *testing.T) {
 // resultStore answers every Claim with a completed result.
 type resultStore struct{ result []byte }
 
-func (s resultStore) Claim(_ context.Context, _ string, fp []byte, _ time.Duration) (idempotency.Claim, error) {
+func (s resultStore) Claim(_ context.Context, _, _ string, fp []byte, _ time.Duration) (idempotency.Claim, error) {
 	return idempotency.Claim{State: idempotency.Completed, Fingerprint: fp, Result: s.result}, nil
 }
 func (resultStore) Renew(context.Context, string, string, time.Duration) error { return nil }
-func (resultStore) Complete(context.Context, string, string, []byte, time.Duration) error {
+func (resultStore) Complete(context.Context, string, string, []byte, []byte, time.Duration) error {
 	return nil
 }
 func (resultStore) Release(context.Context, string, string) error { return nil }

@@ -2,7 +2,10 @@ package idempotency_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -63,9 +66,9 @@ type keyLog struct {
 	keys chan string
 }
 
-func (k *keyLog) Claim(ctx context.Context, key string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+func (k *keyLog) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
 	k.keys <- key
-	return k.Store.Claim(ctx, key, fp, lease)
+	return k.Store.Claim(ctx, key, token, fp, lease)
 }
 
 func TestStoreKeysHoldNoClientText(t *testing.T) {
@@ -83,8 +86,53 @@ func TestStoreKeysHoldNoClientText(t *testing.T) {
 	seen := map[string]bool{}
 	for range keys {
 		k := recv(t, log.keys, "a store key")
-		assert.Regexp(t, `^[0-9a-f]{64}$`, k, "a store key is a hex digest")
+		assert.Regexp(t, `^[0-9a-f]{16}:[0-9a-f]{64}$`, k, "a store key is a digest of the scope and one of scope and key")
 		seen[k] = true
 	}
 	assert.Len(t, seen, len(keys), "different keys, different store keys")
+}
+
+func TestDefaultScopeSeparatesEveryCredential(t *testing.T) {
+	t.Parallel()
+	cert := func(raw string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{{Raw: []byte(raw)}}}
+		}
+	}
+	header := func(name, value string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set(name, value) }
+	}
+	for _, tc := range []struct {
+		name       string
+		alice, bob func(*http.Request)
+	}{
+		{"Authorization", header("Authorization", "Bearer alice"), header("Authorization", "Bearer bob")},
+		{"Cookie", header("Cookie", "session=alice"), header("Cookie", "session=bob")},
+		{"API key", header("X-API-Key", "alice"), header("X-API-Key", "bob")},
+		{"Proxy-Authorization", header("Proxy-Authorization", "Basic YWxpY2U6"), header("Proxy-Authorization", "Basic Ym9iOg==")},
+		{"TLS client certificate", cert("alice's certificate"), cert("bob's certificate")},
+		{"a credential against none", header("Cookie", "session=alice"), func(*http.Request) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := newOrders()
+			h := newMiddleware(t, idempotency.Options{}).Handler(o)
+			send := func(as func(*http.Request)) *httptest.ResponseRecorder {
+				r := newRequest(req{key: "same", body: "{}"})
+				as(r)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+				return rec
+			}
+			a := send(tc.alice)
+			b := send(tc.bob)
+			require.Equal(t, http.StatusCreated, b.Code)
+			assert.Empty(t, b.Header().Get(idempotency.ReplayedHeader), "bob, with alice's key and body, does not get her result")
+			assert.NotEqual(t, a.Body.String(), b.Body.String())
+			again := send(tc.alice)
+			assert.Equal(t, "true", again.Header().Get(idempotency.ReplayedHeader), "alice's retry is still hers")
+			assert.Equal(t, a.Body.String(), again.Body.String())
+			assert.Equal(t, 2, o.ran("same"))
+		})
+	}
 }

@@ -13,33 +13,70 @@ import (
 // one atomic step, and a store that can should make it one round trip: a
 // fresh key costs a Claim and a Complete, a replay one Claim.
 //
-// A claim carries a fencing token, made by the store and never reused for
-// the same key. Renew, Complete and Release act only while the claim that
-// the token names still holds the key, and return [ErrLeaseLost] otherwise,
-// so that a request whose lease ran out can neither extend, overwrite nor
-// delete what the request that took the key over does.
+// # Fencing
 //
-// The middleware passes keys that are hex digests of the caller's scope and
-// idempotency key, 64 characters long: no client text reaches a store. It
-// does not modify the byte slices it passes or gets back. Any other error
-// than ErrLeaseLost means the store could not answer; the middleware then
-// fails closed (see the package doc). Methods must be safe for concurrent
-// use.
+// Each claim has a fencing token, made by the middleware (128 random bits,
+// so never reused) and given to Claim. Renew and Release act only while the
+// claim that the token names still holds the key; Complete also when the
+// key is absent (its lease ran out and nobody claimed it since), since the
+// result is then the only one there is. Otherwise they return
+// [ErrLeaseLost], so that a request whose lease ran out can neither extend,
+// overwrite nor delete what the request that took the key over does.
+//
+// # Each call may arrive twice
+//
+// A store call whose reply is lost may be sent again as it was, token
+// included: a client library re-sends a command when its connection drops
+// before the reply (go-redis does, up to MaxRetries times). The first
+// sending may have taken effect, so each method must give the same answer
+// to its second sending as to its first:
+//
+//   - Claim that finds the key claimed with its own token answers Acquired.
+//   - Complete that finds the key completed with its own token returns nil,
+//     and keeps the result saved first.
+//   - Release that finds the key absent returns nil.
+//   - Renew that finds its own claim extends it again.
+//
+// A store keeps the token with the result for this. The shared test suite
+// of this module checks each case.
+//
+// # Keys
+//
+// The middleware passes keys of the form scope + ":" + digest, where scope
+// is 16 hex digits, a digest of the caller's scope (see Options.Scope), and
+// digest 64 hex digits, a SHA-256 of the scope and the idempotency key: no
+// client text reaches a store. A store may count or bound what each scope
+// holds by the part before the colon, as [MemoryStore] does; a key without
+// a colon belongs to the scope "". The middleware does not modify the byte
+// slices it passes or gets back.
+//
+// # Errors
+//
+// Any other error than ErrLeaseLost means the store could not answer; the
+// middleware then fails closed (see the package doc). Methods must be safe
+// for concurrent use.
 type Store interface {
 	// Claim looks key up and, if it is absent or its claim's lease has run
-	// out, claims it for lease in the same step, for a request with the
-	// given fingerprint.
-	Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (Claim, error)
+	// out, claims it with token for lease in the same step, for a request
+	// with the given fingerprint. A claim that token already holds is
+	// Acquired again (the same call sent twice).
+	Claim(ctx context.Context, key, token string, fingerprint []byte, lease time.Duration) (Claim, error)
 
-	// Renew extends the claim that token names to lease from now.
+	// Renew extends the claim that token names to lease from now. It
+	// returns ErrLeaseLost if token no longer holds an unexpired claim.
 	Renew(ctx context.Context, key, token string, lease time.Duration) error
 
-	// Complete replaces the claim that token names with result, kept for
-	// ttl. The fingerprint of the claim stays with the result.
-	Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error
+	// Complete saves result for key, kept for ttl with fingerprint, in
+	// place of the claim that token names. It saves it too if the key is
+	// absent: the lease ran out but nobody claimed the key since. It
+	// returns nil if the key is completed with token already (the same
+	// call sent twice), and ErrLeaseLost if another claim holds the key or
+	// another request's result is saved.
+	Complete(ctx context.Context, key, token string, fingerprint, result []byte, ttl time.Duration) error
 
 	// Release deletes the claim that token names, so that the next request
-	// with the key claims it.
+	// with the key claims it. It returns nil if the key is absent, and
+	// ErrLeaseLost if another claim or a result holds the key.
 	Release(ctx context.Context, key, token string) error
 }
 
@@ -47,8 +84,9 @@ type Store interface {
 type State uint8
 
 const (
-	// Acquired means the key was absent, or its lease had run out, and now
-	// belongs to the caller: Claim.Token names the claim.
+	// Acquired means the key was absent, or its lease had run out, or it
+	// was claimed with the caller's token already, and now belongs to the
+	// caller's token.
 	Acquired State = iota + 1
 
 	// InFlight means another request holds the key and its lease runs.
@@ -62,9 +100,6 @@ const (
 type Claim struct {
 	// State says what Claim found.
 	State State
-
-	// Token is the fencing token of the new claim, when State is Acquired.
-	Token string
 
 	// Fingerprint is the fingerprint given by the request that holds the
 	// key (InFlight) or whose result is saved (Completed).

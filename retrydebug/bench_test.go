@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/idempotency"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stretchr/testify/assert"
 )
 
 // Recording allocates nothing beyond the Trace: not for a first success,
-// nor a retried call, nor an HTTP request named by method and origin.
+// nor a retried call, nor an HTTP request named by method and origin, nor
+// a gRPC call, nor a keyed request.
 func TestRecordingDoesNotAllocate(t *testing.T) {
 	rec := retrydebug.NewRecorder(0, 0)
 	hook := rec.OnDone("inventory.get")
@@ -22,6 +24,10 @@ func TestRecordingDoesNotAllocate(t *testing.T) {
 	routed := retryhttp.Summary{Route: "GET /users/{id}/orders", Method: "GET", Origin: "https://api.example", Status: 200, Trace: ok}
 	rec.RecordHTTP(ctx, long) // first sight of a name allocates its operation
 	rec.RecordHTTP(ctx, routed)
+	rec.RecordGRPC(ctx, "/inventory.v1.Stock/Get", 14, retried3)
+	orders := keyed("POST /orders", "/orders")
+	keyedDone := idempotency.Summary{Outcome: idempotency.OutcomeReplayed, Status: 201, StoreCalls: 1, StoreTime: 1000}
+	rec.RecordIdempotency(orders, keyedDone)
 	for name, f := range map[string]func(){
 		"first success":  func() { hook(ctx, ok, nil) },
 		"retried":        func() { hook(ctx, retried3, nil) },
@@ -29,6 +35,8 @@ func TestRecordingDoesNotAllocate(t *testing.T) {
 		"Record":         func() { rec.Record("inventory.get", retried3) },
 		"HTTP by origin": func() { rec.RecordHTTP(ctx, long) },
 		"HTTP by route":  func() { rec.RecordHTTP(ctx, routed) },
+		"gRPC":           func() { rec.RecordGRPC(ctx, "/inventory.v1.Stock/Get", 14, retried3) },
+		"idempotency":    func() { rec.RecordIdempotency(orders, keyedDone) },
 	} {
 		assert.Zero(t, testing.AllocsPerRun(100, f), name)
 	}

@@ -14,6 +14,25 @@
 //
 //	transport.OnDone = rec.RecordHTTP
 //
+// and to the retrygrpc interceptors through [Recorder.RecordGRPC], which
+// names a call by its method and takes a retrygrpc.Summary's parts, so
+// that this package never depends on grpc:
+//
+//	retrygrpc.WithOnDone(func(ctx context.Context, s retrygrpc.Summary) {
+//		rec.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
+//	})
+//
+// It also counts, per route, the keyed requests that an idempotency
+// middleware answered, by outcome (replays, 409s, 422s, 503s, lost leases),
+// with the time they spent in the store: wire [Recorder.RecordIdempotency]
+// to idempotency.Options.OnDone.
+//
+//	opts.OnDone = rec.RecordIdempotency
+//
+// Wire each retry loop to the Recorder once: a retryhttp.Transport through
+// its OnDone, and not also through its Policy's OnDone, or each request is
+// counted twice, under two names (see [Recorder.RecordHTTP]).
+//
 // Its memory is bounded whatever the traffic: a ring of the last calls per
 // operation, fixed-size totals, and a cap on the number of operations past
 // which calls share one overflow bucket. Recording a call allocates nothing.
@@ -31,6 +50,6 @@
 //	go http.ListenAndServe("127.0.0.1:6060", mux) // loopback only
 //
 // Nothing it keeps or shows comes from an error's message, a header or a
-// query string: only names, numbers, stop reasons, HTTP statuses and the
-// short fixed reasons of a retry.Trace.
+// query string: only names, numbers, stop reasons, HTTP statuses, gRPC
+// codes and the short fixed reasons of a retry.Trace.
 package retrydebug

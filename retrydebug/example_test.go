@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/idempotency"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
@@ -123,4 +124,40 @@ func ExampleRecorder_Budget() {
 	fmt.Println(rec.Snapshot().Budgets)
 	// Output:
 	// [{payments 7}]
+}
+
+// A Recorder records gRPC calls through retrygrpc.WithOnDone, which hands
+// its hook a Summary; RecordGRPC takes the Summary's parts, so that this
+// package does not depend on grpc. Here a call is fed by hand:
+//
+//	retrygrpc.WithOnDone(func(ctx context.Context, s retrygrpc.Summary) {
+//		rec.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
+//	})
+func ExampleRecorder_RecordGRPC() {
+	rec := retrydebug.NewRecorder(0, 0)
+	tr, _ := retrytest.Do(context.Background(), retrytest.Script(errors.New("unavailable")).Call, retry.Policy{})
+	const ok = 0 // codes.OK
+	rec.RecordGRPC(context.Background(), "/inventory.v1.Stock/Get", ok, tr)
+
+	c := rec.Snapshot().Operations[0].Recent[0]
+	fmt.Println(c.Name, c.Attempts, "attempts,", c.GRPCCode)
+	// Output:
+	// inventory.v1.Stock/Get 2 attempts, OK
+}
+
+// A Recorder wired to an idempotency middleware in one line counts its
+// keyed requests per route, by outcome. Here the middleware's report of a
+// replay is fed by hand.
+func ExampleRecorder_RecordIdempotency() {
+	rec := retrydebug.NewRecorder(0, 0)
+	opts := idempotency.Options{OnDone: rec.RecordIdempotency}
+
+	r := httptest.NewRequest(http.MethodPost, "/orders", nil)
+	r.Pattern = "POST /orders" // as the http.ServeMux sets it
+	opts.OnDone(r, idempotency.Summary{Outcome: idempotency.OutcomeReplayed, Status: 201, StoreCalls: 1})
+
+	route := rec.Snapshot().Idempotency[0]
+	fmt.Println(route.Route, route.Requests, route.Outcomes)
+	// Output:
+	// POST /orders 1 map[replayed:1]
 }

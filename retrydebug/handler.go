@@ -31,8 +31,8 @@ const (
 // [Operation], as JSON.
 //
 // Nothing shown comes from an error's message, a header or a query: only
-// operation names, numbers, stop reasons, HTTP statuses and the Trace's
-// short fixed reasons. It answers GET and HEAD only.
+// operation names, numbers, stop reasons, HTTP statuses, gRPC codes and
+// the Trace's short fixed reasons. It answers GET and HEAD only.
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -87,7 +87,10 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		for _, op := range r.operations() {
 			p.Rows = append(p.Rows, newRow(op.snapshot(false), refreshParam))
 		}
-		p.Budgets = r.Snapshot().Budgets
+		p.Budgets = r.budgetTokens()
+		for _, route := range r.idempotencyRoutes() {
+			p.Idem = append(p.Idem, newIdemRow(route))
+		}
 	}
 	if err := pageTemplate.Execute(&body, p); err != nil {
 		http.Error(w, "rendering failed", http.StatusInternalServerError)

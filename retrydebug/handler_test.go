@@ -163,7 +163,7 @@ func TestJSONShape(t *testing.T) {
 	_, body := get(t, rec, "/debug/retries?format=json")
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(body), &doc))
-	assert.ElementsMatch(t, []string{"operations", "budgets"}, keys(doc))
+	assert.ElementsMatch(t, []string{"operations", "budgets", "idempotency"}, keys(doc))
 	ops := doc["operations"].([]any)
 	require.Len(t, ops, 2)
 	inv := ops[0].(map[string]any)

@@ -80,3 +80,8 @@ func (h *histogram) quantile(q float64) time.Duration {
 	}
 	return h.max
 }
+
+// percentiles returns the p50, p95, p99 and max of h.
+func (h *histogram) percentiles() Percentiles {
+	return Percentiles{P50: h.quantile(0.50), P95: h.quantile(0.95), P99: h.quantile(0.99), Max: h.max}
+}

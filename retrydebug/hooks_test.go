@@ -146,3 +146,23 @@ func TestRecordHTTPSharesNamesWithOnDone(t *testing.T) {
 	rec.RecordHTTP(context.Background(), retryhttp.Summary{Method: "GET", Origin: "https://a.example", Trace: succeeded(t)})
 	assert.EqualValues(t, 2, only(t, rec.Snapshot()).Calls)
 }
+
+// Methods that the HTTP semantic conventions do not know share one name per
+// origin, so that a client sending made-up methods cannot use up the
+// Recorder's operations; the empty method is GET, as net/http sends it.
+func TestRecordHTTPNormalizesMethods(t *testing.T) {
+	t.Parallel()
+	rec := retrydebug.NewRecorder(0, 0)
+	tr := succeeded(t)
+	for _, m := range []string{"PURGE", "get", "X-" + secret, "", "GET", "PATCH"} {
+		rec.RecordHTTP(context.Background(), retryhttp.Summary{Method: m, Origin: "https://a.example", Status: 200, Trace: tr})
+	}
+	calls := map[string]int64{}
+	for _, op := range rec.Snapshot().Operations {
+		calls[op.Name] = op.Calls
+		assert.False(t, op.Other)
+	}
+	assert.Equal(t, map[string]int64{"HTTP https://a.example": 3, "GET https://a.example": 2, "PATCH https://a.example": 1}, calls)
+	_, body := get(t, rec, "/?format=json")
+	assert.NotContains(t, body, secret)
+}

@@ -21,6 +21,15 @@ const retryBuckets = 8
 // here.
 const stopSlots = 16
 
+// answer is how a call was answered, besides its Trace: an HTTP status, or
+// a gRPC status code, or neither (a retry.Do, or a request with no
+// response).
+type answer struct {
+	status int    // HTTP status; 0 for none
+	grpc   bool   // code is set
+	code   uint32 // gRPC status code
+}
+
 // callRecord is what the ring keeps of one call: numbers and fixed texts,
 // never the Trace itself, whose attempts hold the errors.
 type callRecord struct {
@@ -29,7 +38,7 @@ type callRecord struct {
 	reason    string // the last attempt's Reason: a short fixed text, never an error's
 	elapsed   time.Duration
 	attempts  int
-	status    int // HTTP status, 0 for retry.Do or no response
+	answer    answer
 	stop      retry.StopReason
 	nwaits    uint8
 	truncated bool // the call had more waits than maxWaits, or than its Trace kept
@@ -48,6 +57,7 @@ type operation struct {
 	next     int          // ring slot of the next call
 	calls    uint64
 	attempts uint64
+	retried  uint64 // retries, summed per call: a call with no attempt adds none
 	retries  [retryBuckets]uint64
 	stops    [stopSlots]uint64
 	elapsed  histogram
@@ -59,7 +69,7 @@ func newOperation(name string, other bool, ringSize int) *operation {
 
 // record adds one finished call. name is the call's own name, kept for the
 // overflow bucket.
-func (o *operation) record(name string, t *retry.Trace, status int, at time.Time) {
+func (o *operation) record(name string, t *retry.Trace, ans answer, at time.Time) {
 	attempts := t.Attempts()
 	elapsed := t.Elapsed()
 	last := t.Last()
@@ -72,7 +82,7 @@ func (o *operation) record(name string, t *retry.Trace, status int, at time.Time
 		o.next = 0
 	}
 	r.at, r.name, r.reason = at, name, last.Reason
-	r.elapsed, r.attempts, r.status, r.stop = elapsed, attempts, status, t.Stop()
+	r.elapsed, r.attempts, r.answer, r.stop = elapsed, attempts, ans, t.Stop()
 	r.nwaits, r.truncated = 0, false
 	if attempts > 1 {
 		for a := range t.All() {
@@ -90,6 +100,7 @@ func (o *operation) record(name string, t *retry.Trace, status int, at time.Time
 
 	o.calls++
 	o.attempts += uint64(attempts)
+	o.retried += uint64(max(attempts-1, 0))
 	o.retries[min(max(attempts-1, 0), retryBuckets-1)]++
 	o.stops[min(int(t.Stop()), stopSlots-1)]++
 	o.elapsed.add(elapsed)

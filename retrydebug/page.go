@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/idempotency"
 )
 
 //go:embed page.html
@@ -31,6 +32,29 @@ type page struct {
 	Rows     []opRow
 	Op       *opPage
 	Budgets  []BudgetTokens
+	Idem     []idemRow
+}
+
+// idemRow is a route's line in the idempotency table: the outcomes a
+// service owner watches, each in a column, and the store's latency.
+type idemRow struct {
+	Route                                      string
+	Requests, Executed, Replayed, InFlight     int64
+	Mismatch, StoreFailed, LeaseLost, Released int64
+	Rejected                                   int64
+	StoreP50, StoreP95, StoreP99               string
+}
+
+func newIdemRow(r IdempotencyRoute) idemRow {
+	o := r.Outcomes
+	return idemRow{
+		Route: r.Route, Requests: r.Requests,
+		Executed: o[idempotency.OutcomeExecuted.String()], Replayed: o[idempotency.OutcomeReplayed.String()],
+		InFlight: o[idempotency.OutcomeInFlight.String()], Mismatch: o[idempotency.OutcomeMismatch.String()],
+		StoreFailed: o[idempotency.OutcomeStoreFailed.String()], LeaseLost: o[idempotency.OutcomeLeaseLost.String()],
+		Released: o[idempotency.OutcomeReleased.String()], Rejected: o[idempotency.OutcomeRejected.String()],
+		StoreP50: human(r.StoreTime.P50), StoreP95: human(r.StoreTime.P95), StoreP99: human(r.StoreTime.P99),
+	}
 }
 
 type opRow struct {
@@ -175,6 +199,9 @@ func newCallRow(c Call, longest time.Duration) callRow {
 	out := []string{c.Stop}
 	if c.Status != 0 {
 		out = append(out, "HTTP "+strconv.Itoa(c.Status))
+	}
+	if c.GRPCCode != "" {
+		out = append(out, "gRPC "+c.GRPCCode)
 	}
 	if c.Reason != "" && c.Stop != retry.StopSuccess.String() && !strings.HasPrefix(c.Reason, strconv.Itoa(c.Status)+" ") {
 		out = append(out, c.Reason)

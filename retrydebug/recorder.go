@@ -51,10 +51,13 @@ type Recorder struct {
 	byHTTP  map[httpKey]*operation // Summaries already resolved, so that naming one allocates nothing
 	other   *operation
 	budgets []namedBudget
+
+	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
+	otherRoute *idemRoute
 }
 
-// httpKey is what [retryhttp.Summary.Name] is made of, so that a Summary is
-// looked up without building its name.
+// httpKey is what a request's operation name is made of, so that a
+// Summary is looked up without building its name.
 type httpKey struct{ route, method, origin string }
 
 type namedBudget struct {
@@ -86,16 +89,21 @@ func (r *Recorder) limits() (calls, ops int) {
 //	p.OnDone = rec.OnDone("inventory.get")
 //
 // The name is looked up once, here, so that the hook only records.
+//
+// OnDone is for retry.Do (and retry.Hedge). Do not also set it as the Policy
+// of a retryhttp.Transport whose OnDone is [Recorder.RecordHTTP]: both see
+// the same request, which would be counted twice, under two names.
 func (r *Recorder) OnDone(name string) func(ctx context.Context, t retry.Trace, err error) {
 	op := r.operation(name)
 	return func(_ context.Context, t retry.Trace, _ error) {
-		op.record(name, &t, 0, time.Now())
+		op.record(name, &t, answer{}, time.Now())
 	}
 }
 
 // RecordHTTP records a request that a [retryhttp.Transport] has finished,
-// under its [retryhttp.Summary.Name]: the route given with
-// retryhttp.WithRoute, or else its method and origin. It has the type of
+// under the route given with retryhttp.WithRoute, or else its method and
+// origin ("GET https://api.example"; a method that the HTTP semantic
+// conventions do not know reads as "HTTP"). It has the type of
 // [retryhttp.Transport.OnDone]:
 //
 //	transport.OnDone = rec.RecordHTTP
@@ -105,16 +113,16 @@ func (r *Recorder) OnDone(name string) func(ctx context.Context, t retry.Trace, 
 func (r *Recorder) RecordHTTP(_ context.Context, s retryhttp.Summary) {
 	k := httpKey{route: s.Route}
 	if s.Route == "" {
-		k.method, k.origin = s.Method, s.Origin
+		k.method, k.origin = httpMethod(s.Method), s.Origin
 	}
 	r.mu.RLock()
 	op := r.byHTTP[k]
 	r.mu.RUnlock()
 	if op == nil {
-		name := s.Name()
+		name := httpName(&s)
 		op = r.operation(name)
 		if op.other { // not cached: the overflow bucket's names are unbounded
-			op.record(name, &s.Trace, s.Status, time.Now())
+			op.record(name, &s.Trace, answer{status: s.Status}, time.Now())
 			return
 		}
 		r.mu.Lock()
@@ -124,13 +132,13 @@ func (r *Recorder) RecordHTTP(_ context.Context, s retryhttp.Summary) {
 		r.byHTTP[k] = op // at most two keys per named operation: bounded
 		r.mu.Unlock()
 	}
-	op.record(op.name, &s.Trace, s.Status, time.Now())
+	op.record(op.name, &s.Trace, answer{status: s.Status}, time.Now())
 }
 
 // Record records a call that ended with Trace t under name, for code that
 // has a Trace in hand rather than a hook.
 func (r *Recorder) Record(name string, t retry.Trace) {
-	r.operation(name).record(name, &t, 0, time.Now())
+	r.operation(name).record(name, &t, answer{}, time.Now())
 }
 
 // Budget registers b under name, so that the page shows its tokens: a

@@ -232,3 +232,26 @@ func TestRecorderBudgets(t *testing.T) {
 	rec.Budget("third", b2)
 	assert.Equal(t, []retrydebug.BudgetTokens{{Name: "search", Tokens: 10}, {Name: "third", Tokens: b2.Tokens()}}, rec.Snapshot().Budgets)
 }
+
+// Calls that made no attempt, on a ctx that had ended before Do began, add
+// no retries: they do not cancel the real retries of other calls.
+func TestRecorderRetriesNeverNegative(t *testing.T) {
+	t.Parallel()
+	rec := retrydebug.NewRecorder(0, 0)
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec.Record("op", retried(t, 2))
+	for range 3 {
+		tr, err := retrytest.Do(canceled, retrytest.Always(errUnavailable).Call, retry.Policy{})
+		require.ErrorIs(t, err, context.Canceled)
+		require.Zero(t, tr.Attempts())
+		rec.Record("op", tr)
+	}
+
+	op := only(t, rec.Snapshot())
+	assert.EqualValues(t, 4, op.Calls)
+	assert.EqualValues(t, 3, op.Attempts)
+	assert.EqualValues(t, 2, op.Retries, "Retries = %d, want the 2 real retries", op.Retries)
+	_, body := get(t, rec, "/")
+	assert.Contains(t, body, ">0.50<", "retries/call is 2 retries over 4 calls")
+}

@@ -15,6 +15,10 @@ type Snapshot struct {
 	Operations []Operation `json:"operations"`
 	// Budgets, in the order they were registered.
 	Budgets []BudgetTokens `json:"budgets"`
+	// Idempotency has the keyed requests of the routes recorded with
+	// [Recorder.RecordIdempotency], by route, with the overflow bucket,
+	// if any, last.
+	Idempotency []IdempotencyRoute `json:"idempotency"`
 }
 
 // Operation is the record of one operation name.
@@ -25,7 +29,10 @@ type Operation struct {
 	Other    bool  `json:"other"`
 	Calls    int64 `json:"calls"`
 	Attempts int64 `json:"attempts"`
-	Retries  int64 `json:"retries"` // Attempts − Calls
+	// Retries is the sum of each call's retries, its attempts after the
+	// first. A call that made no attempt (its ctx had ended before Do
+	// began) adds none, so Retries is never negative.
+	Retries int64 `json:"retries"`
 	// RetriesPerCall[i] counts the calls that made i retries; the last
 	// element counts those that made that many or more.
 	RetriesPerCall []int64 `json:"retries_per_call"`
@@ -64,6 +71,9 @@ type Call struct {
 	Stop           string        `json:"stop"`             // retry.StopReason's text: "ok", "attempts exhausted", …
 	GaveUp         bool          `json:"gave_up"`          // as for Operation.GaveUp
 	Status         int           `json:"status,omitempty"` // the HTTP status, for a retryhttp request that got a response
+	// GRPCCode is the gRPC status code's name, for a call recorded with
+	// [Recorder.RecordGRPC]: "OK", "UNAVAILABLE", …
+	GRPCCode string `json:"grpc_code,omitempty"`
 	// Reason is the last attempt's retry.Attempt.Reason: a short, fixed
 	// text such as "503 Service Unavailable", never an error's message.
 	Reason string `json:"reason,omitempty"`
@@ -83,7 +93,7 @@ func gaveUp(s retry.StopReason) bool {
 // Snapshot returns a copy of what r holds now.
 func (r *Recorder) Snapshot() Snapshot {
 	ops := r.operations()
-	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens()}
+	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))
 	}
@@ -139,16 +149,11 @@ func (o *operation) snapshot(withCalls bool) Operation {
 		Other:          o.other,
 		Calls:          int64(o.calls),
 		Attempts:       int64(o.attempts),
-		Retries:        int64(o.attempts - o.calls),
+		Retries:        int64(o.retried),
 		RetriesPerCall: make([]int64, retryBuckets),
 		Stops:          make(map[string]int64),
-		Elapsed: Percentiles{
-			P50: o.elapsed.quantile(0.50),
-			P95: o.elapsed.quantile(0.95),
-			P99: o.elapsed.quantile(0.99),
-			Max: o.elapsed.max,
-		},
-		Recent: []Call{},
+		Elapsed:        o.elapsed.percentiles(),
+		Recent:         []Call{},
 	}
 	for i, n := range o.retries {
 		s.RetriesPerCall[i] = int64(n)
@@ -177,7 +182,8 @@ func (o *operation) snapshot(withCalls bool) Operation {
 			Elapsed:        r.elapsed,
 			Stop:           r.stop.String(),
 			GaveUp:         gaveUp(r.stop),
-			Status:         r.status,
+			Status:         r.answer.status,
+			GRPCCode:       r.answer.grpcCode(),
 			Reason:         r.reason,
 		})
 	}

@@ -24,8 +24,9 @@ type attempt struct {
 	// under MaxElapsed). cancel ends it.
 	own    context.Context
 	cancel context.CancelCauseFunc
-	timer  interface{ Stop() bool } // nil when not timed, or once stopped
-	late   bool                     // the timer fired before it was stopped
+	timer  clocks.Timer // nil when not timed, or once stopped
+	bound  clocks.Timer // the loop's MaxElapsed on the first attempt; nil when none, or once stopped
+	late   bool         // a timer fired before it was stopped
 }
 
 // open opens attempt s.n with the streamer. loop is Do's op ctx, or the
@@ -37,7 +38,9 @@ func (s *stream) open(loop context.Context) *attempt {
 	a := &attempt{}
 	ctx := loop
 	d, timed := s.limit(loop)
-	if timed || loop.Done() != s.ctx.Done() {
+	// The attempt NewStream opens gets a ctx of its own under MaxElapsed
+	// too, so that the loop can bound it once it starts (see bound).
+	if timed || loop.Done() != s.ctx.Done() || s.policy.MaxElapsed > 0 {
 		own, cancel := context.WithCancelCause(s.ctx)
 		a.own, a.cancel = own, cancel
 		ctx = &ownedCtx{Context: own, loop: loop}
@@ -85,9 +88,11 @@ func (a *attempt) check(err error) error {
 // stopTimer stops the attempt's timer, if it still runs, and reports
 // whether the attempt is in time: the timer had not fired.
 func (a *attempt) stopTimer() bool {
-	if a.timer != nil {
-		a.late = !a.timer.Stop()
-		a.timer = nil
+	for _, t := range []*clocks.Timer{&a.timer, &a.bound} {
+		if *t != nil {
+			a.late = !(*t).Stop() || a.late
+			*t = nil
+		}
 	}
 	return !a.late
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/holds"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -25,7 +26,9 @@ type call struct {
 
 	trailer   metadata.MD    // the latest attempt's trailer
 	committed bool           // a stream's latest attempt failed after a response header
+	answered  bool           // a unary call's latest attempt failed after a response header
 	decision  retry.Decision // what the latest failed attempt was judged
+	sent      holds.Epoch    // when awaitHold let the latest attempt go
 }
 
 // init fills c for a call and puts c's Classifier in p, in place of p's own,
@@ -71,6 +74,8 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 	switch {
 	case c.committed:
 		return refuse(d, "stream committed")
+	case c.answered:
+		return refuse(d, "call committed: response header received")
 	case !c.idempotent:
 		return refuse(d, "method not marked idempotent")
 	case c.cfg.grpcRetries(c.cc, c.method):

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
@@ -74,10 +75,14 @@ func (s *stream) attempt(loop context.Context, wait func(*attempt) error) error 
 			return err
 		}
 	}
-	s.started = true
 	if a.cs == nil {
+		s.started = true
 		return a.err
 	}
+	if !s.started {
+		s.bound(a, loop)
+	}
+	s.started = true
 	err := wait(a)
 	switch {
 	case err == nil:
@@ -100,6 +105,25 @@ func (s *stream) attempt(loop context.Context, wait func(*attempt) error) error 
 	s.committed = md != nil
 	a.release()
 	return a.check(err)
+}
+
+// bound makes the attempt that NewStream opened, before the retry loop
+// began, end by the loop's MaxElapsed deadline too, until it commits: the
+// attempts after it get that deadline when they open (see limit).
+func (s *stream) bound(a *attempt, loop context.Context) {
+	end, ok := loop.Deadline()
+	if !ok || a.cancel == nil {
+		return // no MaxElapsed; without one, open gave the attempt no ctx of its own
+	}
+	if own, mine := s.ctx.Deadline(); mine && own.Equal(end) {
+		return // the caller's deadline: the attempt's ctx has it
+	}
+	cancel := a.cancel
+	if left := clocks.Until(s.clk, end); left > 0 {
+		a.bound = clocks.AfterFunc(s.clk, left, func() { cancel(errAttemptTimeout) })
+	} else {
+		cancel(errAttemptTimeout)
+	}
 }
 
 // reopen opens a new attempt, makes it the current one, and sends it what

@@ -52,12 +52,45 @@
 // retry.ErrDeadline, retry.ErrBudgetExhausted) when retries ran out, and
 // the last attempt's error.
 //
-// # Streams
+// # Committed calls (gRFC A6)
 //
-// A server-streaming call is retried until it commits: once the client has
-// received a response header or a message (A6), an error is returned as it
-// is. A client-streaming or bidi call is retried only while its stream
-// opens, before anything is sent; see [StreamClientInterceptor].
+// A call is retried only until it commits, as gRFC A6 ("When Retries are
+// Valid", https://github.com/grpc/proposal/blob/master/A6-client-retries.md)
+// defines it: once the client has received the response header, the
+// server's initial metadata may have changed what the caller does, so a
+// later failure is not retried. A unary call whose server sent its header
+// (grpc.SendHeader) and then failed gets one attempt; the usual error, sent
+// as a trailers-only response with no header, is retried. A
+// server-streaming call is retried until a response header or message has
+// come; an error after that is returned as it is. A client-streaming or
+// bidi call is retried only while its stream opens, before anything is
+// sent; see [StreamClientInterceptor].
+//
+// # Where the interceptor differs from grpc-go's own retries
+//
+// A6 caps maxAttempts at 5 on the client, because a service config can
+// reach the client through DNS, from whoever controls it. The interceptor
+// applies no such cap: its Policy is the client's own code, not a config a
+// server sent, so MaxAttempts means what it says (4 by default), and a
+// retry.Budget is what bounds the load retries add across calls.
+//
+// After a pushback of n ms, A6 retries in exactly n ms and, if that attempt
+// fails too, starts the backoff over from its initial value. The
+// interceptor waits n ms plus the Policy's jittered backoff for that retry
+// (as above), and the backoff keeps growing from where it was: a server
+// that pushed back is loaded, and clients that restarted their backoff
+// would come back to it sooner, and together.
+//
+// # Time on an injected clock
+//
+// When the Policy has a Clock (a fake in a test), the deadlines of
+// AttemptTimeout and MaxElapsed are kept on that clock, and the deadline a
+// unary attempt sends to the server is the time left on it, counted on the
+// real clock from when the attempt starts: a fake clock's time may lie
+// anywhere on the real one, and the server reads the deadline as a real
+// timeout. A test server that takes longer in real time than that is
+// timed out as it would be in production. Stream attempts send only the
+// caller's own deadline, since a committed stream must outlive the others.
 //
 // # One retry owner
 //

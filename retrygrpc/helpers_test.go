@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -45,9 +46,10 @@ type reply struct {
 	pushback  []string      // values of the grpc-retry-pushback-ms trailer
 	retryInfo time.Duration // a google.rpc.RetryInfo detail, if positive
 	block     bool          // wait for the call's ctx to end, then end with its status
-	header    bool          // streams: send the response header first
+	header    bool          // send the response header first
 	messages  int           // server streams: messages sent before the status
 	pause     time.Duration // server streams: pause before each message after the first
+	delay     time.Duration // server streams: pause before the first message
 }
 
 // fail is a reply that ends with code.
@@ -67,6 +69,11 @@ type server struct {
 	testgrpc.UnimplementedTestServiceServer
 
 	arrived chan struct{} // a value for each call, for tests that act on an attempt under way
+
+	// failFirst, if set, fails the first failFirst attempts of every call
+	// with UNAVAILABLE, counted by grpc-previous-rpc-attempts, before the
+	// script answers.
+	failFirst int
 
 	mu     sync.Mutex
 	script []reply
@@ -90,6 +97,15 @@ func (s *server) next(ctx context.Context, method, payload string) reply {
 	select {
 	case s.arrived <- struct{}{}:
 	default:
+	}
+	if s.failFirst > 0 {
+		before := 0 // attempts of this call before this one
+		if len(c.previous) > 0 {
+			before, _ = strconv.Atoi(c.previous[0])
+		}
+		if before < s.failFirst {
+			return fail(codes.Unavailable)
+		}
 	}
 	if len(s.script) == 0 {
 		return reply{}
@@ -139,6 +155,11 @@ func (r reply) end(ctx context.Context, setTrailer func(metadata.MD)) error {
 
 func (s *server) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	r := s.next(ctx, unaryMethod, string(req.GetPayload().GetBody()))
+	if r.header {
+		if err := grpc.SendHeader(ctx, metadata.Pairs("attempt", "header")); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.end(ctx, func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }); err != nil {
 		return nil, err
 	}
@@ -162,9 +183,13 @@ func (s *server) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, s
 		}
 	}
 	for i := range r.messages {
-		if i > 0 && r.pause > 0 {
+		wait := r.pause
+		if i == 0 {
+			wait = r.delay
+		}
+		if wait > 0 {
 			select {
-			case <-time.After(r.pause):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return status.FromContextError(ctx.Err()).Err()
 			}

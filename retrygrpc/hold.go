@@ -18,13 +18,29 @@ var ErrTargetHeld = errors.New("retrygrpc: target asked to hold back (pushback)"
 
 // WithoutHold turns off the hold: by default, a server's pushback or
 // RetryInfo delay holds back every new attempt that the interceptor makes
-// to that target (the ClientConn's), not only the call that got it, so
-// that a thousand concurrent calls do not each have to reach a throttled
-// server to learn the same thing. Held attempts wait until the delay ends,
-// each a little longer at random so that they do not come back as one
-// burst; a call that cannot wait that long (its MaxElapsed or ctx deadline
-// comes first) fails at once with ErrTargetHeld. An answer that is not a
-// failure clears the hold. Holds are kept for at most 1,024 targets.
+// to that target, not only the call that got it, so that a thousand
+// concurrent calls do not each have to reach a throttled server to learn
+// the same thing. A hold lasts the delay asked for, capped at
+// [WithMaxRetryAfter]: no server can hold a client for longer.
+//
+// Held attempts wait until the delay ends. Then three go first as probes,
+// and the others wait for what they learn: a probe that gets another
+// pushback renews the hold; one that succeeds clears it, and the others
+// go, each after a random share of a quarter of the hold (at most 5s), so
+// that they do not come back as one burst; if no probe has answered by
+// then, they go anyway, so every hold ends by time. Only the success of an
+// attempt sent after the hold began clears it. A call that cannot wait for
+// the hold (its MaxElapsed or ctx deadline comes first; AttemptTimeout does
+// not count, since a held attempt has not started) fails at once with
+// ErrTargetHeld.
+//
+// A hold covers the ClientConn's whole target (cc.Target(), such as
+// "dns:///api.example.com:443"), every backend behind it: the interceptor
+// sees neither the resolved addresses nor which one a call went to, since
+// the balancer picks it below the interceptor. A pushback is the service's
+// answer (gRFC A6 treats it as such, for the whole channel), so holding the
+// target back is what A6's own retries do. Holds are kept for at most
+// 1,024 targets.
 func WithoutHold() Option {
 	return Option{func(c *config) { c.noHold = true }}
 }
@@ -37,34 +53,40 @@ func (c *call) target() string {
 	return c.cc.Target()
 }
 
-// hold records a delay the server asked for.
+// hold records a delay the server asked for, capped at WithMaxRetryAfter:
+// a pushback of 2147483647ms must not hold the target for 24 days, with no
+// call able to reach the server to clear it.
 func (c *call) hold(d time.Duration) {
 	if c.cfg.noHold || d <= 0 {
 		return
 	}
-	c.cfg.holds.Hold(c.target(), clocks.Now(c.clk).Add(d))
+	c.cfg.holds.Hold(c.target(), clocks.Now(c.clk), min(d, c.cfg.maxRetryAfter))
 }
 
-// clearHold ends the hold of c's target: its server answered.
+// clearHold ends the hold of c's target: its server answered the latest
+// attempt, which awaitHold let go.
 func (c *call) clearHold() {
 	if !c.cfg.noHold && c.cfg.holds.Held() {
-		c.cfg.holds.Clear(c.target())
+		c.cfg.holds.Clear(c.target(), c.sent)
 	}
 }
 
-// awaitHold waits, before an attempt, for the hold of c's target to end.
-// loop is the attempt's ctx: its deadline is MaxElapsed's or the caller's.
-func (c *call) awaitHold(loop context.Context) error {
+// awaitHold waits, before an attempt, for the hold of c's target to end,
+// and notes when it let the attempt go. call's deadline must be the call's
+// (MaxElapsed's or the caller's), not an attempt's.
+func (c *call) awaitHold(call context.Context) error {
+	c.sent = c.cfg.holds.Epoch()
 	if c.cfg.noHold || !c.cfg.holds.Held() {
 		return nil
 	}
-	left, err := c.cfg.holds.Wait(loop, c.clk, c.target(), false)
+	left, err := c.cfg.holds.Wait(call, c.clk, c.target(), false)
 	switch {
 	case err != nil:
 		return status.FromContextError(err).Err()
 	case left > 0:
 		return &heldError{left: left}
 	}
+	c.sent = c.cfg.holds.Epoch()
 	return nil
 }
 

@@ -133,3 +133,136 @@ func TestHoldLongerThanTheDeadlineFailsAtOnce(t *testing.T) {
 		assert.Equal(t, int32(1), srv.served.Load())
 	})
 }
+
+// handled serves UnaryCall with handle, and counts the calls it saw.
+type handled struct {
+	testgrpc.UnimplementedTestServiceServer
+	served atomic.Int32
+	handle func(ctx context.Context, req *testgrpc.SimpleRequest) error
+}
+
+func (s *handled) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	s.served.Add(1)
+	if err := s.handle(ctx, req); err != nil {
+		return nil, err
+	}
+	return &testgrpc.SimpleResponse{}, nil
+}
+
+// pushBack answers UNAVAILABLE with a pushback of ms.
+func pushBack(ctx context.Context, ms string) error {
+	_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", ms))
+	return status.Error(codes.Unavailable, "throttled")
+}
+
+// A hold is weighed against the call's deadline (its ctx and MaxElapsed),
+// not against AttemptTimeout: a call whose attempts may take 500ms, and
+// which may take 10s in all, waits out a 2s hold and succeeds.
+func TestHoldIsWeighedAgainstTheCallsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &throttling{start: time.Now()}
+		a := serveOn(t, srv, "passthrough:///a")
+		_, err := a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{}, retrygrpc.CallPolicy(retry.Policy{MaxAttempts: 1}))
+		require.Error(t, err) // learns of the 2s pushback
+		start := time.Now()
+		_, err = a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{},
+			retrygrpc.CallPolicy(retry.Policy{MaxAttempts: 3, AttemptTimeout: 500 * time.Millisecond, MaxElapsed: 10 * time.Second}))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "it waited out the hold")
+		assert.Equal(t, int32(2), srv.served.Load(), "the held call went once, when the hold ended")
+	})
+}
+
+// 200 calls held back by a server that keeps pushing back: when the hold
+// ends, a few probes go, their pushback renews the hold, and the others
+// wait again, so the server sees a handful of calls, not the queue.
+func TestReleasedHoldSendsProbesNotTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var during atomic.Int32
+		srv := &handled{handle: func(ctx context.Context, _ *testgrpc.SimpleRequest) error {
+			if time.Since(start) < 5*time.Second {
+				during.Add(1)
+				return pushBack(ctx, "1000")
+			}
+			return nil
+		}}
+		a := serveOn(t, srv, "passthrough:///a")
+		_, err := a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{}, retrygrpc.CallPolicy(retry.Policy{MaxAttempts: 1}))
+		require.Error(t, err) // the hold begins
+		var wg sync.WaitGroup
+		var ok atomic.Int32
+		for range 200 {
+			wg.Go(func() {
+				_, err := a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{},
+					retrygrpc.CallPolicy(retry.Policy{MaxAttempts: 10, MaxElapsed: time.Minute}))
+				if assert.NoError(t, err) {
+					ok.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, int32(200), ok.Load(), "all complete once the server serves")
+		assert.LessOrEqual(t, during.Load(), int32(1+5*3+3), "a few probes per hold, not the queue")
+		t.Logf("the throttling server saw %d calls in its 5s window", during.Load())
+	})
+}
+
+// A pushback at or past WithMaxRetryAfter holds the target for
+// WithMaxRetryAfter at most: grpc-retry-pushback-ms: 2147483647 (24.8
+// days) must not hold it until no call can reach the server to clear it.
+func TestPushbackHoldIsCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var first atomic.Bool
+		srv := &handled{handle: func(ctx context.Context, _ *testgrpc.SimpleRequest) error {
+			if first.CompareAndSwap(false, true) {
+				return pushBack(ctx, "2147483647")
+			}
+			return nil
+		}}
+		a := serveOn(t, srv, "passthrough:///a", retrygrpc.WithMaxRetryAfter(time.Minute))
+		_, err := a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+		require.Error(t, err, "a delay past the cap is not waited for")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		start := time.Now()
+		_, err = a.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		require.NoError(t, err, "the hold ended within the cap")
+		assert.LessOrEqual(t, time.Since(start), time.Minute)
+	})
+}
+
+// Only the answer to a call sent after a hold began clears it: a slow call,
+// in flight when the server began to push back, comes back OK, and the
+// hold stands.
+func TestOnlyAnswersSentAfterTheHoldClearIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var throttle atomic.Bool
+		srv := &handled{handle: func(ctx context.Context, req *testgrpc.SimpleRequest) error {
+			if req.ResponseSize == 1 { // the slow one
+				time.Sleep(time.Second)
+				return nil
+			}
+			if throttle.Load() {
+				return pushBack(ctx, "10000")
+			}
+			return nil
+		}}
+		a := serveOn(t, srv, "passthrough:///a")
+		slow := make(chan error, 1)
+		go func() {
+			_, err := a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{ResponseSize: 1})
+			slow <- err
+		}()
+		synctest.Wait() // the slow call is in the handler
+		throttle.Store(true)
+		_, err := a.UnaryCall(context.Background(), &testgrpc.SimpleRequest{}, retrygrpc.CallPolicy(retry.Policy{MaxAttempts: 1}))
+		require.Error(t, err) // the hold begins
+		throttle.Store(false)
+		require.NoError(t, <-slow)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = a.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		require.ErrorIs(t, err, retrygrpc.ErrTargetHeld, "the slow call's OK did not clear the hold")
+	})
+}

@@ -1,10 +1,12 @@
 package retrygrpc
 
 import (
+	"context"
 	"time"
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/retryconfig"
 	"google.golang.org/grpc/codes"
 )
 
@@ -92,6 +94,9 @@ type config struct {
 	grpcRetryDisabled bool
 	noHold            bool
 	holds             holds.Set // targets that asked to be held back
+
+	policies *retryconfig.Live                // WithPolicies: each call's policy, by method
+	onDone   []func(context.Context, Summary) // WithOnDone's hooks, in order
 }
 
 func newConfig(p retry.Policy, opts []Option) *config {

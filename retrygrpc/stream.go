@@ -27,9 +27,13 @@ import (
 // changed until the stream has committed. An error that would come from
 // NewStream without the interceptor, such as UNAVAILABLE when no connection
 // can be had, comes from that first RecvMsg or Header, after the retries.
-// p.AttemptTimeout and p.MaxElapsed bound each attempt only until it
-// commits: they never cut short a stream that is under way. MaxElapsed,
-// like the Trace, counts from the first RecvMsg or Header.
+// p.AttemptTimeout and p.MaxElapsed bound each attempt, the first one
+// included, only until it commits: the loop waits for the response header,
+// even when RecvMsg runs it, so they never cut short a stream that is
+// under way, however long its first message takes. A committed stream
+// belongs to the caller's ctx alone. AttemptTimeout counts from the opening
+// of each attempt; MaxElapsed, like the Trace, from the first RecvMsg or
+// Header.
 //
 // A client-streaming or bidi stream is retried only while it opens, when
 // nothing has been sent: the interceptor keeps no copy of the messages a
@@ -87,7 +91,7 @@ type stream struct {
 
 func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	co := callOptionsOf(opts)
-	p := cfg.policy
+	p := cfg.policyFor(method)
 	if co.policy != nil {
 		p = *co.policy
 	}
@@ -96,6 +100,7 @@ func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, c
 	}
 	s := &stream{desc: desc, streamer: streamer, opts: opts}
 	s.init(cfg, ctx, method, cc, co, &p)
+	s.observe(&p) // WithOnDone
 	if p.AttemptTimeout > 0 {
 		// Do's own AttemptTimeout would end the stream's ctx when its op
 		// returns; the stream times its attempts until they commit instead.
@@ -141,12 +146,13 @@ func (s *stream) CloseSend() error {
 
 // RecvMsg runs the retry loop the first time, then reads from the
 // committed attempt.
+//
+// The loop waits for a response header, not for m: a stream commits on its
+// header (gRFC A6), so the wait for its first message, however long, is
+// the stream's own and no time limit of the Policy cuts it short.
 func (s *stream) RecvMsg(m any) error {
-	if s.state.Load() == pending && s.settle(func(a *attempt) error { return a.cs.RecvMsg(m) }) {
-		if s.state.Load() == committed {
-			return nil // the committing attempt's message is in m
-		}
-		return s.final
+	if s.state.Load() == pending {
+		s.settle(s.waitHeader)
 	}
 	if s.state.Load() == ended {
 		return s.final

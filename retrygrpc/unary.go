@@ -2,10 +2,12 @@ package retrygrpc
 
 import (
 	"context"
+	"time"
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/clocks"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // UnaryClientInterceptor returns an interceptor that makes a unary call
@@ -22,11 +24,13 @@ import (
 // attempt's status error. Every attempt sends the same request message. A
 // server's grpc-retry-pushback-ms trailer or google.rpc.RetryInfo detail
 // sets the least wait before the next attempt, and a negative or malformed
-// pushback stops the retries (see the package doc).
+// pushback stops the retries (see the package doc). A call whose response
+// header came before it failed has committed (gRFC A6) and is not retried.
 //
 // The fields of p mean what they mean to retry.Do: attempts, backoff and
 // jitter, MaxElapsed, AttemptTimeout (each attempt gets a ctx deadline of
-// its own, which grpc sends to the server), Budget, OnRetry, OnDone, Clock.
+// its own, which grpc sends to the server as the time left, on whatever
+// clock the Policy uses), Budget, OnRetry, OnDone, Clock.
 // A call inside another retry loop (a retry.Do whose op makes the call)
 // makes one attempt and leaves retrying to that loop. [CallPolicy] replaces
 // p for one call, and [WithTrace] hands the call's retry.Trace back.
@@ -48,23 +52,37 @@ type unaryCall struct {
 	call
 	req, reply any
 	invoker    grpc.UnaryInvoker
-	opts       []grpc.CallOption // the caller's, and one that fetches the trailer
-	optsBuf    [4]grpc.CallOption
-	n          int // attempts started
+	opts       []grpc.CallOption // the caller's, and those that fetch the header and trailer
+	optsBuf    [5]grpc.CallOption
+	n          int           // attempts started
+	timeout    time.Duration // the Policy's AttemptTimeout, which attempt keeps itself
+	header     metadata.MD   // the latest attempt's response header; nil if none came
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	co := callOptionsOf(opts)
-	p := cfg.policy
+	p := cfg.policyFor(method)
 	if co.policy != nil {
 		p = *co.policy
 	}
 	c := &unaryCall{req: req, reply: reply, invoker: invoker}
 	c.init(cfg, ctx, method, cc, co, &p)
+	c.observe(&p) // WithOnDone
 	// The trailer carries the server's pushback. A TrailerCallOption holds
 	// one pointer, so it goes into the interface without an allocation,
 	// and the list fits c's own array unless the caller passes many.
 	c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer))
+	if p.AttemptTimeout > 0 {
+		// An attempt's time starts when it is sent, after any hold: Do's
+		// own AttemptTimeout would count the hold's wait, and weigh the
+		// hold against one attempt's time rather than the call's.
+		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
+	}
+	if c.idempotent {
+		// The header tells whether the call committed (gRFC A6); a call
+		// that gets one attempt anyway need not pay for its copy.
+		c.opts = append(c.opts, grpc.Header(&c.header))
+	}
 	tr, err := retry.Do(ctx, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
@@ -73,18 +91,52 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 // attempt is Do's op: one call of the method.
 func (c *unaryCall) attempt(loop context.Context) error {
 	c.n++
-	c.trailer = nil
+	c.trailer, c.header = nil, nil
 	if err := c.awaitHold(loop); err != nil {
 		return err
 	}
-	err := c.invoker(withAttemptHeader(loop, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	actx := loop
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = withTimeout(c.clk, loop, c.timeout)
+		defer cancel()
+	}
+	ctx, release := c.wireCtx(actx)
+	err := c.invoker(withAttemptHeader(ctx, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	ranOut := release()
+	// A6: once a response header has come, the call has committed, and
+	// whatever ends it is not retried.
+	c.answered = err != nil && c.header != nil
 	switch {
 	case err == nil:
 		c.clearHold()
-	case c.timedOut(loop, err):
+	case ranOut || c.timedOut(actx, err):
 		err = newTimeoutError(err)
 	}
 	return err
+}
+
+// withTimeout ends the attempt's ctx after d. On the real clock it is
+// context.WithTimeout, whose deadline grpc sends to the server. On an
+// injected clock a timer on that clock ends it, as a stream attempt's
+// does, and its Deadline is a time on that clock, which wireCtx turns into
+// a real one before it reaches the wire.
+func withTimeout(clk retry.Clock, parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if clk == nil {
+		return context.WithTimeout(parent, d)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := clocks.AfterFunc(clk, d, func() { cancel(errAttemptTimeout) })
+	end := clk.Now().Add(d)
+	if pe, ok := parent.Deadline(); ok && pe.Before(end) {
+		end = pe
+	}
+	// The deadline on clk, which wireCtx turns into a real one for the
+	// wire, so that the server is told the attempt's time too.
+	return fakeDeadlineCtx{ctx, end}, func() {
+		timer.Stop()
+		cancel(errReleased)
+	}
 }
 
 // timedOut reports whether err is the end of an attempt that Do's own
@@ -109,3 +161,13 @@ func (c *unaryCall) timedOut(loop context.Context, err error) bool {
 	}
 	return clocks.Until(c.clk, end) <= 0
 }
+
+// fakeDeadlineCtx reports a deadline on an injected clock, which the real
+// context package cannot hold: only Deadline is read from it, by wireCtx
+// and timedOut, and the timer of withTimeout ends it.
+type fakeDeadlineCtx struct {
+	context.Context
+	end time.Time
+}
+
+func (c fakeDeadlineCtx) Deadline() (time.Time, bool) { return c.end, true }

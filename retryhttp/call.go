@@ -60,7 +60,7 @@ func (t *Transport) newCall(req *http.Request, opts options) *call {
 	}
 	keyed := hasKey(req.Header, c.keyHeader)
 	if !keyed && t.AutoIdempotencyKey && !idempotent(req.Method) {
-		c.key, keyed = newKey(), true
+		c.key, keyed = autoKey(req), true
 	}
 	c.keyless = !keyed && !idempotent(req.Method)
 	if t.Refresh != nil {
@@ -83,7 +83,8 @@ func (c *call) origin() string {
 func (c *call) attempt(loop context.Context) error {
 	c.n++
 	c.loop = loop
-	if err := c.awaitHold(loop); err != nil {
+	sent, err := c.awaitHold(loop)
+	if err != nil {
 		c.cur, c.status, c.err = nil, 0, err
 		return err
 	}
@@ -96,7 +97,7 @@ func (c *call) attempt(loop context.Context) error {
 		return err
 	}
 	c.cur, c.status, c.err = a, a.resp.StatusCode, nil
-	c.noteHold(a.resp)
+	c.noteHold(a.resp, sent)
 	if c.t.Refresh != nil {
 		c.t.auth.answered(c.origin(), a.auth, a.resp.StatusCode)
 	}
@@ -155,6 +156,9 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 // says why in the Reason that the Trace keeps. A request whose dial failed
 // never reached a server, so it may be sent again whatever its method.
 func (c *call) gate(d retry.Decision, err error) retry.Decision {
+	if final, ok := finalIfReplayed(d, err); ok {
+		return final
+	}
 	switch {
 	case !d.Retry:
 		return d

@@ -10,9 +10,10 @@ import (
 // Trace, its name, and a Policy of its own. They share one ctx key, so that
 // RoundTrip looks them up once.
 type options struct {
-	trace  *retry.Trace
-	route  string
-	policy *retry.Policy
+	trace      *retry.Trace
+	route      string
+	policy     *retry.Policy
+	policyName string
 }
 
 type optionsKey struct{}
@@ -54,4 +55,12 @@ func WithRoute(parent context.Context, route string) context.Context {
 // attempt and feeds four, or give each tenant a Budget of its own.
 func WithPolicy(parent context.Context, p retry.Policy) context.Context {
 	return withOptions(parent, func(o *options) { o.policy = &p })
+}
+
+// WithPolicyName returns a copy of parent whose requests a [Transport] with
+// Policies makes with the policy of that name ("payments"), taken from the
+// Config current when each request starts: a reload never changes a request
+// in flight. A policy from [WithPolicy] wins over it.
+func WithPolicyName(parent context.Context, name string) context.Context {
+	return withOptions(parent, func(o *options) { o.policyName = name })
 }

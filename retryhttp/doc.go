@@ -45,7 +45,10 @@
 // Inside another retry loop (a retry.Do whose op makes the request) the
 // Transport makes one attempt and leaves retrying to the outer loop, and a
 // retry loop inside Base does the same for the Transport; see
-// retry.Policy.RetryNested and [Transport.RoundTrip]. [WithTrace] hands a
+// retry.Policy.RetryNested and [Transport.RoundTrip]. A key that
+// AutoIdempotencyKey makes then belongs to the outer loop's call: each
+// outer attempt that sends the same write again sends the same key (see
+// [Transport.AutoIdempotencyKey]). [WithTrace] hands a
 // request's retry.Trace back, [WithRoute] names it, [WithPolicy] gives it a
 // Policy of its own, and [Transport.OnDone] sees each request end.
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry/internal/clocks"
+	"github.com/stormguard/retry/internal/holds"
 )
 
 // HoldMode says what a [Transport] does with new attempts to a host that
@@ -15,15 +16,30 @@ import (
 // Without a hold, a thousand concurrent requests to a throttled host each
 // have to reach it to learn the same Retry-After, and each is one more
 // request it must refuse. With one, the first answer holds back every
-// attempt to that host (scheme, host and port) until the time it named.
+// attempt to that host until the time it named, capped at MaxRetryAfter.
+//
+// Holds are kept per origin (scheme, host and port), the unit a Retry-After
+// speaks for (RFC 9110 §10.2.3 scopes it to the server that sent it), and
+// the unit that [Transport.Budgets] uses too: one host's throttle never
+// delays another's requests. At most 1,024 origins are held at once.
+//
+// When a hold's time is up, three requests go first as probes; the others
+// wait for what the probes learn. A probe answered with another 429 or 503
+// and a Retry-After renews the hold, and the others wait again; any other
+// answer clears it, and the others go, each after a random share of a
+// quarter of the hold (at most 5s), so that they do not come back as one
+// burst. If no probe has answered by then, they go anyway: every hold ends
+// by time. Only the answer to a request sent after the hold began clears
+// it: a request that was in flight when the server began to throttle says
+// nothing of the server since.
 type HoldMode uint8
 
 const (
 	// HoldWait makes new attempts to a held host wait until the hold ends,
-	// each a little longer at random (up to a quarter of the hold, at most
-	// 5s), so that they do not come back as one burst. An attempt whose
-	// request cannot wait that long (its MaxElapsed or ctx deadline comes
-	// first) fails at once with ErrHostHeld. It is the default.
+	// and its probes have answered, as above. An attempt whose request
+	// cannot wait that long (its MaxElapsed or ctx deadline comes first;
+	// AttemptTimeout does not count, since a held attempt has not started)
+	// fails at once with ErrHostHeld. It is the default.
 	HoldWait HoldMode = iota
 	// HoldFailFast makes new attempts to a held host fail at once with
 	// ErrHostHeld, which is not retried.
@@ -36,10 +52,12 @@ const (
 // because its host had asked the Transport to hold back (see [HoldMode]).
 var ErrHostHeld = errors.New("retryhttp: host asked to hold back (Retry-After)")
 
-// noteHold records what resp, an answer to c, says of a hold: a 429 or 503
-// with a Retry-After holds the origin back; any other answer but those
-// clears its hold.
-func (c *call) noteHold(resp *http.Response) {
+// noteHold records what resp, the answer to the attempt that
+// [call.awaitHold] let go at sent, says of a hold: a 429 or 503 with a
+// Retry-After holds the origin back, for at most MaxRetryAfter; any other
+// answer but those clears its hold, if the hold began before the attempt
+// was sent: an answer to an older request says nothing of the server since.
+func (c *call) noteHold(resp *http.Response, sent holds.Epoch) {
 	if c.t.Hold == HoldOff {
 		return
 	}
@@ -50,31 +68,33 @@ func (c *call) noteHold(resp *http.Response) {
 			return
 		}
 		now := clocks.Now(c.clk)
-		if d, ok := parseRetryAfter(v, now, c.t.maxRetryAfter()); ok && d > 0 {
-			c.t.held.Hold(c.origin(), now.Add(d))
+		if d, ok := parseRetryAfter(v, now, c.t.maxRetryAfter()); ok {
+			c.t.held.Hold(c.origin(), now, d) // parseRetryAfter caps d at MaxRetryAfter
 		}
 	default:
 		if c.t.held.Held() {
-			c.t.held.Clear(c.origin())
+			c.t.held.Clear(c.origin(), sent)
 		}
 	}
 }
 
 // awaitHold waits, before an attempt is sent, until its origin's hold
-// ends, as the Transport's HoldMode says. loop is the attempt's ctx: its
-// deadline is the request's MaxElapsed or ctx deadline.
-func (c *call) awaitHold(loop context.Context) error {
+// ends, as the Transport's HoldMode says, and returns the Epoch at which it
+// let the attempt go, for noteHold. call is the request's ctx with its
+// MaxElapsed deadline, never an attempt's: a hold is weighed against the
+// time the whole request has left, and its wait is not an attempt's time.
+func (c *call) awaitHold(call context.Context) (holds.Epoch, error) {
 	if c.t.Hold == HoldOff || !c.t.held.Held() {
-		return nil
+		return c.t.held.Epoch(), nil
 	}
-	left, err := c.t.held.Wait(loop, c.clk, c.origin(), c.t.Hold == HoldFailFast)
+	left, err := c.t.held.Wait(call, c.clk, c.origin(), c.t.Hold == HoldFailFast)
 	switch {
 	case err != nil:
-		return err
+		return 0, err
 	case left > 0:
-		return &holdError{left: left}
+		return 0, &holdError{left: left}
 	}
-	return nil
+	return c.t.held.Epoch(), nil
 }
 
 // holdError is the error of an attempt held back: it matches ErrHostHeld.

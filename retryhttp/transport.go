@@ -8,6 +8,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/retryconfig"
 )
 
 // Transport is an [http.RoundTripper] that sends a request through Base and
@@ -38,6 +39,13 @@ type Transport struct {
 	// A request's own Policy, from [WithPolicy], takes its place.
 	Policy retry.Policy
 
+	// Policies, if set, takes the place of Policy: each request takes the
+	// policy named by [WithPolicyName] (else "default") from the Config
+	// current when the request starts, with the retryableStatusCodes that
+	// the Config lists for it (in place of DefaultClassifier's statuses). A
+	// request's own Policy, from [WithPolicy], still wins.
+	Policies *retryconfig.Live
+
 	// Budgets, if set, gives each origin (scheme, host and port) a Budget of
 	// its own, for a Policy without one, so that a failing host cannot use
 	// up the retries of the others [none: only Policy.Budget, shared by
@@ -46,15 +54,25 @@ type Transport struct {
 
 	// IdempotencyHeader names the header that carries an idempotency key
 	// [Idempotency-Key]. A request with a non-empty value under this name,
-	// in any letter case, may be retried whatever its method.
+	// in any letter case, may be retried whatever its method. A response
+	// with Idempotent-Replayed: true is a server's saved answer for its key
+	// (see package idempotency), the same on every retry: it is returned,
+	// never retried, whatever its status.
 	IdempotencyHeader string
 
 	// AutoIdempotencyKey gives each request that needs a key to be retried
 	// (a POST, a PATCH or any method that is not idempotent) and has none a
 	// random UUIDv4 key, sent unchanged on every attempt of that request.
-	// Set it only for servers that honour the key. A caller's key is never
-	// replaced; to resubmit later with the same key (after a restart, say),
-	// set your own: the key belongs to the user's intent, not to a request.
+	// Inside an outer retry loop (a retry.Do or retry.Hedge whose op sends
+	// the request, or a Transport whose Base this one is), the key belongs
+	// to that loop's logical call: every outer attempt that sends the same
+	// write again (same method, URL and body; a body without GetBody is
+	// known by its length) sends the same key, and two different writes get
+	// two keys; an op that means to send the same write twice must give the
+	// second a key of its own. Set it only for servers that honour the key.
+	// A caller's key is never replaced; to resubmit later with the same key
+	// (after a restart, say), set your own: the key belongs to the user's
+	// intent, not to a request.
 	AutoIdempotencyKey bool
 
 	// AttemptHeader, if set, names a header that carries the attempt number
@@ -83,13 +101,19 @@ type Transport struct {
 	// Transport gives up [none]. See the package doc for what it logs.
 	Logger *slog.Logger
 
-	// Hedger, if set, hedges the requests that are safe to repeat (an
-	// idempotent method or a key, and a body GetBody can replay): when no
-	// attempt has answered for the Hedger's delay, another copy is sent,
-	// and the first answer that is not a failure wins; the others are
-	// canceled, and their responses drained and closed [none]. Only
-	// Transports without Refresh hedge. See retry.Hedger.
+	// Hedger, if set, hedges reads (GET, HEAD, OPTIONS): when no attempt
+	// has answered for the Hedger's delay, another copy is sent, and the
+	// first answer that is not a failure wins; the others are canceled,
+	// and their responses drained and closed [none]. Only Transports
+	// without Refresh hedge. See retry.Hedger.
 	Hedger *retry.Hedger
+
+	// HedgeWrites lets the Hedger hedge the writes that are safe to
+	// repeat too: PUT, DELETE, and requests with an idempotency key, each
+	// with a body GetBody can replay [false]. Set it only where a copy's
+	// answer is as good as the first's: a copy's quick 404 or 412 can beat
+	// the first copy's 2xx and end the request.
+	HedgeWrites bool
 
 	// CheckResponse, if set, judges every response, whatever its status,
 	// before the Classifier does [none]: for an API that answers a failure
@@ -175,6 +199,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.Policy
 	if opts.policy != nil {
 		p = *opts.policy
+	} else if t.Policies != nil {
+		p = namedPolicy(t.Policies.Config(), opts.policyName)
 	}
 	c.clk = p.Clock
 	if p.Classifier == nil {

@@ -3,10 +3,12 @@ package retryotel_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/idempotency"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retryotel"
 	"github.com/stormguard/retry/retrytest"
@@ -69,10 +71,14 @@ func TestMetricsDoNotAllocate(t *testing.T) {
 	first, _ := retrytest.Do(ctx, retrytest.Script().Call, retry.Policy{})
 	gaveUp, _ := retrytest.Do(ctx, retrytest.Always(errUnavailable).Call, retry.Policy{})
 	sum := retryhttp.Summary{Method: "GET", Origin: "https://a-rather-long-host-name.example.com:8443", Status: 503, Trace: gaveUp}
+	orders := keyed("POST /orders", "/orders")
+	keyedDone := idempotency.Summary{Outcome: idempotency.OutcomeReplayed, Status: 201, StoreCalls: 1, StoreTime: time.Millisecond}
 	for name, f := range map[string]func(){
 		"first success": func() { hook(ctx, first, nil) },
 		"gave up":       func() { hook(ctx, gaveUp, nil) },
 		"HTTP":          func() { s.obs.RecordHTTP(ctx, sum) },
+		"gRPC":          func() { s.obs.RecordGRPC(ctx, "/inventory.v1.Stock/Get", 14, gaveUp) },
+		"idempotency":   func() { s.obs.RecordIdempotency(orders, keyedDone) },
 	} {
 		f() // the first of each outcome makes its series
 		if n := testing.AllocsPerRun(100, f); n != 0 {

@@ -1,12 +1,18 @@
-// Package retryotel records the calls of package retry and of package
-// retryhttp as OpenTelemetry metrics and spans.
+// Package retryotel records the calls of package retry, of package
+// retryhttp and of package retrygrpc as OpenTelemetry metrics and spans.
 //
 // An [Observer] is wired in one line, to a retry.Policy or to a
-// retryhttp.Transport:
+// retryhttp.Transport, and in one hook to the retrygrpc interceptors:
 //
 //	obs, err := retryotel.New() // the global MeterProvider and TracerProvider
 //	p.OnDone = obs.OnDone("inventory.get")
 //	transport.OnDone = obs.RecordHTTP
+//	retrygrpc.WithOnDone(func(ctx context.Context, s retrygrpc.Summary) {
+//		obs.RecordGRPC(ctx, s.Method, uint32(s.Code), s.Trace)
+//	})
+//
+// [Observer.RecordGRPC] takes a Summary's parts rather than the Summary, so
+// that a program that uses this package for HTTP alone does not build grpc.
 //
 // # Metrics
 //
@@ -18,12 +24,14 @@
 //	retry.calls             counter    {call}     calls, by outcome
 //	retry.call.attempts     histogram  {attempt}  attempts per call, the first included
 //	retry.call.retries      histogram  {retry}    retries per call; not recorded for a call without retries
-//	retry.call.retry_delay  histogram  s          time spent waiting between attempts; likewise
+//	retry.call.retry_delay  histogram  s          time spent with no attempt running (not hedge delays); likewise
 //	retry.call.duration     histogram  s          the call's retry.Trace.Elapsed
 //
 // Each carries two attributes and no other: retry.operation, the name given
-// to OnDone or the request's retryhttp.Summary.Name (a route, or method and
-// origin, never a path), and retry.outcome, one value per retry.StopReason:
+// to OnDone, a request's route (retryhttp.WithRoute) or else its method
+// ("GET"; "HTTP" for a method the HTTP semantic conventions do not know),
+// never its host or path, or a gRPC call's method
+// ("pkg.Service/Method"), and retry.outcome, one value per retry.StopReason:
 // ok, not_retried, attempts_exhausted, deadline, budget_exhausted,
 // context_done, deferred, panicked. Never a URL with ids, never an error's
 // text. An Observer tells apart at most 100 operation names (see
@@ -36,7 +44,8 @@
 //
 // # Traces
 //
-// Each call is one span, named after its operation, with one event per
+// Each call is one span, named after its operation ("_OTHER" past the cap,
+// as in the metrics, so that span names are bounded too), with one event per
 // attempt (retry.attempt: retry.attempt.number, retry.attempt.wait in
 // seconds, retry.attempt.outcome ok, retried or failed, and the fixed
 // retry.attempt.reason of a failure). The span's status is Error for any
@@ -49,12 +58,40 @@
 // cost. An HTTP attempt already has a span of its own when the Transport's
 // Base is instrumented (otelhttp.NewTransport), with the network's real
 // timing; a second span per attempt would duplicate it. And events keep a
-// call that retried 64 times one span, not 65. Since the call's span is
-// started when the call ends, spans made during its attempts are its
-// siblings under the caller's span, not its children.
+// call that retried 64 times one span, not 65.
+//
+// For an HTTP client, wrap the retryhttp.Transport with [Observer.Transport]
+// so that the call's span starts before the first attempt and the spans of
+// the attempts (otelhttp's, from an instrumented Base) are its children:
+// one trace then shows the request and each attempt beneath it.
+//
+//	client := &http.Client{Transport: obs.Transport(&retryhttp.Transport{
+//		Base:   otelhttp.NewTransport(http.DefaultTransport),
+//		OnDone: obs.RecordHTTP,
+//	})}
+//
+// Otherwise the span is started when the call ends, and spans made during
+// its attempts are its siblings under the caller's span, not its children.
+//
+// Wire each retry loop to the Observer once. A retryhttp.Transport goes
+// through its OnDone (obs.RecordHTTP), not also through its Policy's OnDone,
+// which sees the same request: with both, each request is counted twice,
+// under two names. Policy.OnDone is for retry.Do.
 //
 // Calls inside an outer retry loop end with outcome "deferred": the outer
 // loop's call counts the retry.
+//
+// # Idempotency keys
+//
+// [Observer.RecordIdempotency], wired to idempotency.Options.OnDone,
+// counts the keyed requests a server's idempotency middleware answered:
+//
+//	idempotency.requests        counter    {request}  by http.route and idempotency.outcome
+//	idempotency.store.duration  histogram  s          each request's time in the store; likewise
+//
+// The outcome is the idempotency.Outcome: executed, replayed, in_flight
+// (409), mismatch (422), store_failed (503), lease_lost, released,
+// rejected. The route is the http.ServeMux pattern, never the key.
 //
 // References: [gRFC A96] for the per-call retry metrics, [gRFC A66] for
 // gRPC's per-call metrics it builds on, and the OpenTelemetry [metric

@@ -25,9 +25,10 @@ const secret = "s3cr3t-t0ken"
 // sink is an Observer on the SDK, with an in-memory metric reader and span
 // recorder.
 type sink struct {
-	obs    *retryotel.Observer
-	reader *sdkmetric.ManualReader
-	spans  *tracetest.SpanRecorder
+	obs     *retryotel.Observer
+	reader  *sdkmetric.ManualReader
+	spans   *tracetest.SpanRecorder
+	tracers *sdktrace.TracerProvider
 }
 
 func newSink(t testing.TB, opts ...retryotel.Option) *sink {
@@ -41,7 +42,7 @@ func newSink(t testing.TB, opts ...retryotel.Option) *sink {
 	})
 	obs, err := retryotel.New(append([]retryotel.Option{retryotel.WithMeterProvider(mp), retryotel.WithTracerProvider(tp)}, opts...)...)
 	require.NoError(t, err)
-	s.obs = obs
+	s.obs, s.tracers = obs, tp
 	return s
 }
 

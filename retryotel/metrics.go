@@ -27,8 +27,10 @@ const (
 	// number of calls that retried and its sum the number of retries.
 	RetriesName = "retry.call.retries"
 	// RetryDelayName is a histogram, in seconds, of the time each call
-	// spent waiting between attempts; recorded, as in A96, only for calls
-	// that retried.
+	// spent waiting with no attempt running: the waits before its retries,
+	// not the hedge delays of retry.Hedge, during which an attempt ran (A96
+	// counts "delay while there is no active attempt"). Recorded, as in
+	// A96, only for calls that made more than one attempt.
 	RetryDelayName = "retry.call.retry_delay"
 	// DurationName is a histogram, in seconds, of each call's
 	// retry.Trace.Elapsed, waits included.
@@ -51,6 +53,9 @@ type instruments struct {
 	delay    metric.Float64Histogram
 	duration metric.Float64Histogram
 	tracer   trace.Tracer // nil when tracing is off: a noop provider
+
+	idemRequests metric.Int64Counter
+	idemStore    metric.Float64Histogram
 }
 
 func newInstruments(c config) (ins instruments, err error) {
@@ -70,12 +75,21 @@ func newInstruments(c config) (ins instruments, err error) {
 		return ins, err
 	}
 	if ins.delay, err = m.Float64Histogram(RetryDelayName, metric.WithUnit("s"),
-		metric.WithDescription("Time a call spent waiting between attempts; a call without retries records nothing."),
+		metric.WithDescription("Time a call spent with no attempt running, waiting to retry; a call without retries records nothing."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return ins, err
 	}
 	if ins.duration, err = m.Float64Histogram(DurationName, metric.WithUnit("s"),
 		metric.WithDescription("Duration of a call, from its first attempt to the end of its last, waits included."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return ins, err
+	}
+	if ins.idemRequests, err = m.Int64Counter(IdempotencyRequestsName, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests with an idempotency key that the middleware answered, by route and outcome.")); err != nil {
+		return ins, err
+	}
+	if ins.idemStore, err = m.Float64Histogram(IdempotencyStoreDurationName, metric.WithUnit("s"),
+		metric.WithDescription("Time a keyed request spent in the idempotency store."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return ins, err
 	}
@@ -112,11 +126,21 @@ func (ins *instruments) recordMetrics(ctx context.Context, op *operation, oc int
 	ins.attempts.Record(ctx, int64(n), rec...)
 	if n > 1 {
 		ins.retries.Record(ctx, int64(n-1), rec...)
-		var waited time.Duration
-		for a := range t.All() {
-			waited += a.Wait
-		}
-		ins.delay.Record(ctx, waited.Seconds(), rec...)
+		ins.delay.Record(ctx, idle(t).Seconds(), rec...)
 	}
 	ins.duration.Record(ctx, t.Elapsed().Seconds(), rec...)
+}
+
+// idle returns the time t spent with no attempt running: the waits before
+// the attempts that were not hedges. Hedge starts a retry only once nothing
+// runs, and a hedge only while something does, so the Waits of the retries
+// are exactly the idle time.
+func idle(t *retry.Trace) time.Duration {
+	var d time.Duration
+	for a := range t.All() {
+		if !a.Hedged {
+			d += a.Wait
+		}
+	}
+	return d
 }

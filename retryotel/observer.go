@@ -28,11 +28,14 @@ type Observer struct {
 	byName map[string]*operation
 	byHTTP map[httpKey]*operation // Summaries already resolved, so that naming one allocates nothing
 	other  *operation
+
+	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
+	otherRoute *idemRoute
 }
 
-// httpKey is what retryhttp.Summary.Name is made of, so that a Summary is
-// looked up without building its name.
-type httpKey struct{ route, method, origin string }
+// httpKey is what an HTTP request's operation is made of, so that a
+// Summary is looked up without building its name: a route, or a method.
+type httpKey struct{ route, method string }
 
 // New returns an Observer that records with the providers of opts, or with
 // the global ones. It fails only if an instrument cannot be made.
@@ -52,34 +55,44 @@ func New(opts ...Option) (*Observer, error) {
 //
 // The name is looked up once, here, so that the hook only records. Name
 // operations by what they do, never by a path or a URL with ids in it.
+//
+// OnDone is for retry.Do (and retry.Hedge). Do not also set it as the Policy
+// of a retryhttp.Transport whose OnDone is [Observer.RecordHTTP]: both see
+// the same request, which would be counted twice.
 func (o *Observer) OnDone(name string) func(ctx context.Context, t retry.Trace, err error) {
 	op := o.operation(name)
 	return func(ctx context.Context, t retry.Trace, _ error) {
-		o.record(ctx, op, name, &t, 0)
+		o.record(ctx, op, &t, callInfo{})
 	}
 }
 
-// RecordHTTP records a request that a [retryhttp.Transport] has finished,
-// under its [retryhttp.Summary.Name]: the route given with
-// retryhttp.WithRoute, or else its method and origin. It has the type of
-// [retryhttp.Transport.OnDone]:
+// RecordHTTP records a request that a [retryhttp.Transport] has finished.
+// It has the type of [retryhttp.Transport.OnDone]:
 //
 //	transport.OnDone = obs.RecordHTTP
 //
-// The span also carries the response's status as
-// http.response.status_code; no path, query, header or error reaches
-// either.
+// Its operation is the route given with retryhttp.WithRoute, or else the
+// request's method ("GET"), as the OpenTelemetry semantic conventions name
+// an HTTP client span whose route is unknown; a method they do not know
+// reads as "HTTP". The origin is never part of the operation, so that the
+// calls to per-tenant hosts share one series: it is the span's
+// server.address. The span also carries http.request.method (a method the
+// conventions do not know reads as "_OTHER") and the response's status as
+// http.response.status_code. No path, query, header or error reaches a
+// metric or a span.
 func (o *Observer) RecordHTTP(ctx context.Context, s retryhttp.Summary) {
 	k := httpKey{route: s.Route}
 	if s.Route == "" {
-		k.method, k.origin = s.Method, s.Origin
+		k.method = httpMethod(s.Method)
 	}
 	o.mu.RLock()
 	op := o.byHTTP[k]
 	o.mu.RUnlock()
-	name := ""
 	if op == nil {
-		name = s.Name()
+		name := s.Route
+		if name == "" {
+			name = httpOperation(s.Method)
+		}
 		op = o.operation(name)
 		if !op.other { // the overflow's names are unbounded: not cached
 			o.mu.Lock()
@@ -90,7 +103,7 @@ func (o *Observer) RecordHTTP(ctx context.Context, s retryhttp.Summary) {
 			o.mu.Unlock()
 		}
 	}
-	o.record(ctx, op, name, &s.Trace, s.Status)
+	o.record(ctx, op, &s.Trace, callInfo{http: true, status: s.Status, method: s.Method, origin: s.Origin})
 }
 
 // operation returns the attributes of name, made on first use, or those of
@@ -125,13 +138,10 @@ func (o *Observer) operation(name string) *operation {
 	return op
 }
 
-// record records one call: its metrics, then its span. spanName is the
-// call's own name when op is "_OTHER", or "" to use op's.
-func (o *Observer) record(ctx context.Context, op *operation, spanName string, t *retry.Trace, status int) {
+// record records one call: its metrics, then its span, named after op
+// (so "_OTHER" past the cap, as in the metrics).
+func (o *Observer) record(ctx context.Context, op *operation, t *retry.Trace, info callInfo) {
 	oc := outcomeOf(t.Stop())
 	o.recordMetrics(ctx, op, oc, t)
-	if spanName == "" || !op.other {
-		spanName = op.name
-	}
-	o.recordSpan(ctx, op, oc, spanName, t, status)
+	o.recordSpan(ctx, op, oc, t, info)
 }

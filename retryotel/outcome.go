@@ -10,9 +10,10 @@ import (
 // that their cardinality is (operations + 1) × outcomes.
 const (
 	// OperationKey names the operation: the name given to
-	// [Observer.OnDone], or a request's retryhttp Summary.Name. Names past
-	// the Observer's cap read as "_OTHER", as the OpenTelemetry semantic
-	// conventions spell a value outside a bounded set.
+	// [Observer.OnDone], or a request's route or method (see
+	// [Observer.RecordHTTP]). Names past the Observer's cap read as
+	// "_OTHER", as the OpenTelemetry semantic conventions spell a value
+	// outside a bounded set.
 	OperationKey = attribute.Key("retry.operation")
 	// OutcomeKey says how the call ended: one of the values below.
 	OutcomeKey = attribute.Key("retry.outcome")

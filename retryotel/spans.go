@@ -2,6 +2,8 @@ package retryotel
 
 import (
 	"context"
+	"net"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -39,23 +41,82 @@ const AttemptEventName = "retry.attempt"
 // work; an instrumented HTTP Base makes the client spans of its attempts.
 var internal = trace.WithSpanKind(trace.SpanKindInternal)
 
-// recordSpan records the span of one call, after the fact: the hook runs
-// when the call has ended, so the span takes its times from the Trace.
-func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, name string, t *retry.Trace, status int) {
+// callInfo is what a call's span carries besides its Trace: for an HTTP
+// request, its method, origin and status; for a gRPC call, its method and
+// status code.
+type callInfo struct {
+	http   bool
+	grpc   bool
+	method string
+	origin string
+	status int
+	code   uint32
+}
+
+// setAttributes sets the attributes of info on span.
+func (info callInfo) setAttributes(span trace.Span) {
+	if info.grpc {
+		span.SetAttributes(info.grpcAttributes()...)
+		return
+	}
+	if !info.http {
+		return
+	}
+	span.SetAttributes(methodKey.String(httpMethod(info.method)))
+	if host := hostOf(info.origin); host != "" {
+		span.SetAttributes(serverAddressKey.String(host))
+	}
+	if info.status != 0 {
+		span.SetAttributes(statusCodeKey.Int(info.status))
+	}
+}
+
+// hostOf returns the host of an origin, scheme://host[:port], without its
+// port: the semantic conventions' server.address.
+func hostOf(origin string) string {
+	_, host, ok := strings.Cut(origin, "://")
+	if !ok {
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.Trim(host, "[]")
+}
+
+// recordSpan records the span of one call. The hook runs when the call has
+// ended: the span is the live one that [Observer.Transport] started before
+// the first attempt, if ctx has it, or else one made after the fact, which
+// takes its times from the Trace.
+func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, t *retry.Trace, info callInfo) {
 	if ins.tracer == nil {
 		return
 	}
+	if live := liveSpanOf(ctx, ins); live != nil {
+		// Transport ends it when RoundTrip returns, right after this hook.
+		if span := live.span; span.IsRecording() {
+			start, _ := spanTimes(t)
+			span.SetName(op.name)
+			fillSpan(span, op, oc, t, info, start)
+		}
+		return
+	}
 	start, end := spanTimes(t)
-	_, span := ins.tracer.Start(ctx, name, trace.WithTimestamp(start), internal)
+	_, span := ins.tracer.Start(ctx, op.name, trace.WithTimestamp(start), internal)
 	if !span.IsRecording() { // no SDK, or not sampled: pay for nothing more
 		span.End()
 		return
 	}
+	fillSpan(span, op, oc, t, info, start)
+	span.End(trace.WithTimestamp(end))
+}
+
+// fillSpan sets a call's attributes, attempt events and status on span.
+// start stands for the time of an attempt the Trace did not time.
+func fillSpan(span trace.Span, op *operation, oc int, t *retry.Trace, info callInfo, start time.Time) {
 	n := t.Attempts()
 	span.SetAttributes(OperationKey.String(op.name), OutcomeKey.String(outcomes[oc]), AttemptsKey.Int(n))
-	if status != 0 {
-		span.SetAttributes(statusCodeKey.Int(status))
-	}
+	info.setAttributes(span)
 	for a := range t.All() {
 		at := a.Start
 		if at.IsZero() {
@@ -83,7 +144,6 @@ func (ins *instruments) recordSpan(ctx context.Context, op *operation, oc int, n
 		// secret: the attempt events carry the fixed reasons.
 		span.SetStatus(codes.Error, outcomes[oc])
 	}
-	span.End(trace.WithTimestamp(end))
 }
 
 // spanTimes returns when a call began and ended, as far as its Trace

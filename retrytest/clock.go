@@ -10,12 +10,20 @@ import (
 // Clock is a fake [retry.Clock] that tells when Do starts a wait, and can
 // skip each wait by itself.
 //
-// Time moves only when Add says so, or, on a clock from [NewAutoClock], when
-// a wait starts: it then jumps to the end of that wait at once. Either way
-// it only moves forward, and Add is safe to call from many goroutines at
-// once (concurrent calls take turns), so one Clock may be shared by every
-// Do of a test, as a Policy is. A deadline that time reaches ends its
-// context before Add returns.
+// Time moves only when Add says so, on a clock from [NewAutoClock] when a
+// wait starts (it then jumps to the end of that wait at once), and under
+// [Clock.Run] when every call running there waits. Either way it only
+// moves forward, and a deadline that time reaches ends its context before
+// the move is done.
+//
+// A Clock may be shared by calls made one after another, and its methods
+// are safe to call from many goroutines at once. But calls that run at the
+// same time on one clock from NewAutoClock time each other out: each wait
+// of one moves the time of all, so that 200 concurrent calls see the sum
+// of their waits pass, and fail their MaxElapsed. Run them under
+// [Clock.Run], which moves time only when every call running there waits,
+// as testing/synctest does ([Do] does so by itself); or give each call a
+// Clock of its own (retry.Policy is a value: copy it and set Clock).
 //
 // A Clock starts at the real time it was made, so that a ctx deadline made
 // with the real clock (context.WithTimeout) lies as far ahead of it as in
@@ -31,9 +39,13 @@ type Clock struct {
 
 	advance sync.Mutex // held by Add, so that concurrent Adds take turns
 
-	mu     sync.Mutex
-	now    time.Time
-	timers []*timerCtx // pending, by deadline
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*timerCtx // pending, by deadline
+	waiting int         // how many of timers are waits
+	users   int         // calls under Run
+	events  uint64      // counts changes to timers and time, for Run's idle watch
+	watch   *idleWatch  // runs while users > 0
 }
 
 // NewClock returns a Clock that moves only when Add is called.
@@ -70,19 +82,37 @@ func (c *Clock) Add(d time.Duration) {
 	c.mu.Lock()
 	target := c.now.Add(max(d, 0))
 	c.mu.Unlock()
+	c.advanceTo(target)
+}
+
+// advanceTo moves time to target, ending each deadline on the way. The
+// caller holds c.advance.
+func (c *Clock) advanceTo(target time.Time) {
 	for {
 		c.mu.Lock()
+		c.events++
 		if len(c.timers) == 0 || c.timers[0].deadline.After(target) {
-			c.now = target
+			if target.After(c.now) {
+				c.now = target
+			}
 			c.mu.Unlock()
 			return
 		}
 		t := c.timers[0]
-		c.timers = c.timers[1:]
+		c.remove(0)
 		c.now = t.deadline
 		c.mu.Unlock()
 		t.cancel(context.DeadlineExceeded)
 	}
+}
+
+// remove drops timer i from the pending ones. The caller holds c.mu.
+func (c *Clock) remove(i int) {
+	if c.timers[i].wait {
+		c.waiting--
+	}
+	c.timers = slices.Delete(c.timers, i, i+1)
+	c.events++
 }
 
 // Pending returns how many deadlines and waits are set and have neither
@@ -102,25 +132,30 @@ func (c *Clock) Waits() <-chan time.Duration {
 // WithDeadline implements [retry.Clock]: the context ends when time reaches
 // d, when parent ends, or when cancel is called.
 func (c *Clock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	t := c.start(parent, d)
+	t := c.start(parent, d, false)
 	return t, func() { t.cancel(context.Canceled) }
 }
 
-// WithTimeout implements [retry.Clock]. Do calls it for its waits only: a
-// Clock sends d on Waits, or, from NewAutoClock, moves time by d at once.
+// WithTimeout implements [retry.Clock]. Do calls it for its waits only:
+// while a call runs under [Clock.Run], the wait ends once every call there
+// waits; otherwise a Clock sends d on Waits, or, from NewAutoClock, moves
+// time by d at once.
 func (c *Clock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	t := c.start(parent, c.Now().Add(d))
-	if c.auto {
+	t := c.start(parent, c.Now().Add(d), true)
+	switch {
+	case c.running():
+		c.settle()
+	case c.auto:
 		c.Add(d)
-	} else {
+	default:
 		c.waits <- d
 	}
 	return t, func() { t.cancel(context.Canceled) }
 }
 
 // start makes a context that ends at deadline and registers it.
-func (c *Clock) start(parent context.Context, deadline time.Time) *timerCtx {
-	t := &timerCtx{clock: c, parent: parent, deadline: deadline, done: make(chan struct{})}
+func (c *Clock) start(parent context.Context, deadline time.Time, wait bool) *timerCtx {
+	t := &timerCtx{clock: c, parent: parent, deadline: deadline, wait: wait, done: make(chan struct{})}
 	c.mu.Lock()
 	if !deadline.After(c.now) {
 		c.mu.Unlock()
@@ -134,6 +169,10 @@ func (c *Clock) start(parent context.Context, deadline time.Time) *timerCtx {
 		return -1 // equal deadlines keep the order they were set in
 	})
 	c.timers = slices.Insert(c.timers, i, t)
+	if wait {
+		c.waiting++
+	}
+	c.events++
 	c.mu.Unlock()
 	if parent.Done() != nil {
 		stop := context.AfterFunc(parent, func() { t.cancel(parent.Err()) })
@@ -149,7 +188,7 @@ func (c *Clock) forget(t *timerCtx) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if i := slices.Index(c.timers, t); i >= 0 {
-		c.timers = slices.Delete(c.timers, i, i+1)
+		c.remove(i)
 	}
 }
 
@@ -158,6 +197,7 @@ type timerCtx struct {
 	clock    *Clock
 	parent   context.Context
 	deadline time.Time
+	wait     bool // set by WithTimeout: one of Do's waits
 	done     chan struct{}
 
 	mu         sync.Mutex

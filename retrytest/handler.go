@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 // HandlerTransport returns an http.RoundTripper that serves each request
@@ -25,15 +28,74 @@ import (
 // The response has the status, header and body that h wrote, and a
 // ContentLength from its Content-Length header (-1 without one). A panic in
 // h reaches the caller as an error. Hijacking is not supported.
+//
+// To test what a network does to requests, see [FaultyHandlerTransport].
 func HandlerTransport(h http.Handler) http.RoundTripper {
-	return handlerTransport{h}
+	return handlerTransport{h: h}
 }
 
-type handlerTransport struct{ h http.Handler }
+// Fault is what the network between a client and the handler of a
+// [FaultyHandlerTransport] does to one request.
+type Fault uint8
 
-var errHandlerPanicked = errors.New("retrytest: handler panicked")
+const (
+	// Deliver is no fault: the request reaches the handler and its answer
+	// reaches the caller, as with [HandlerTransport].
+	Deliver Fault = iota
+
+	// Refuse refuses the connection: the handler does not run, and the
+	// caller gets the error of a dial that was refused, a *net.OpError
+	// whose Op is "dial" that matches syscall.ECONNREFUSED. Nothing reached
+	// the server, so any request may be sent again.
+	Refuse
+
+	// DropAnswer runs the handler to its end, then drops the connection
+	// before the answer: whatever the handler did is done and whatever it
+	// wrote is lost, and the caller gets an error that matches io.EOF, as
+	// from a server or proxy that closed the connection. It is the fault
+	// that makes a retry run a handler twice unless the server recognizes
+	// the retry, by an idempotency key for instance.
+	DropAnswer
+)
+
+// FaultyHandlerTransport is [HandlerTransport] behind a network that fails:
+// for each request, fault says what becomes of it (a nil fault delivers
+// every one). It is called once per RoundTrip, on the caller's goroutine,
+// with the request as the caller sent it (its headers carry the
+// idempotency key and attempt number of a retrying client), so it can
+// follow a script, draw from a seeded source, or pick requests by header;
+// it may be called from many goroutines at once.
+//
+// With it a test shows that a retried write has its effect once without a
+// socket, inside testing/synctest too: wrap the handler in the server's
+// idempotency middleware, drop the answer of the first attempt, and count
+// the handler's effects.
+func FaultyHandlerTransport(h http.Handler, fault func(*http.Request) Fault) http.RoundTripper {
+	return handlerTransport{h: h, fault: fault}
+}
+
+type handlerTransport struct {
+	h     http.Handler
+	fault func(*http.Request) Fault
+}
+
+var (
+	errHandlerPanicked = errors.New("retrytest: handler panicked")
+	errAnswerDropped   = fmt.Errorf("retrytest: connection dropped after the handler ran, before its answer: %w", io.EOF)
+	errRefused         = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+)
 
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	fault := Deliver
+	if t.fault != nil {
+		fault = t.fault(req)
+	}
+	if fault == Refuse {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the request body, sent or not
+		}
+		return nil, errRefused
+	}
 	ctx := req.Context()
 	sreq := req.Clone(ctx)
 	sreq.RequestURI = req.URL.RequestURI()
@@ -43,6 +105,9 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if sreq.Body == nil {
 		sreq.Body = http.NoBody
+	}
+	if fault == DropAnswer {
+		return t.drop(req, sreq)
 	}
 	pr, pw := io.Pipe()
 	w := &pipeWriter{header: make(http.Header), pipe: pw, ready: make(chan struct{})}
@@ -85,6 +150,45 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = body
 	return resp, nil
 }
+
+// drop runs the handler to its end on a ResponseWriter that discards what
+// it writes, then fails as a dropped connection does. A caller that gives
+// up first gets its ctx's error; the handler runs on, as a server's would
+// until it noticed.
+func (t handlerTransport) drop(req, sreq *http.Request) (*http.Response, error) {
+	done := make(chan bool, 1) // true if the handler panicked
+	go func() {
+		panicked := true
+		defer func() {
+			if panicked {
+				recover()
+			}
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			done <- panicked
+		}()
+		t.h.ServeHTTP(&lostWriter{header: make(http.Header)}, sreq)
+		panicked = false
+	}()
+	select {
+	case panicked := <-done:
+		if panicked {
+			return nil, errHandlerPanicked
+		}
+		return nil, errAnswerDropped
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+}
+
+// lostWriter is the ResponseWriter of a handler whose answer is dropped.
+type lostWriter struct{ header http.Header }
+
+func (w *lostWriter) Header() http.Header         { return w.header }
+func (w *lostWriter) WriteHeader(int)             {}
+func (w *lostWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *lostWriter) Flush()                      {}
 
 // pipeWriter is the handler's http.ResponseWriter: the header goes to the
 // caller once, at WriteHeader, the body through the pipe.

@@ -3,13 +3,18 @@
 // ([Script], [ScriptValue], [Always]), a fake clock that shows or skips
 // each wait Do starts ([Clock]), a seeded Jitter ([Seeded]), and an
 // in-process HTTP server for tests inside testing/synctest
-// ([HandlerTransport]).
+// ([HandlerTransport]), with the network faults that decide whether a
+// retried write runs twice ([FaultyHandlerTransport]).
 //
-// Three ways drive Do's waits without real time:
+// Four ways drive Do's waits without real time:
 //   - set Policy.Clock to a Clock from [NewAutoClock]: each wait ends as it
 //     starts, so a test calls retry.Do, or an HTTP client with a retrying
-//     Transport, straight from its goroutine;
-//   - call [Do], which does the same for one call;
+//     Transport, straight from its goroutine, one call at a time;
+//   - call [Do], which does the same for one call, and lets calls made at
+//     the same time share a Clock;
+//   - make concurrent calls, or calls to a real server, each inside
+//     [Clock.Run]: time moves once every call there waits, and a call stuck
+//     on its server moves on to its deadline;
 //   - set Policy.Clock to a Clock from [NewClock], receive from
 //     [Clock.Waits] and call Add to step through the waits one by one, as
 //     when a test cancels mid-wait.

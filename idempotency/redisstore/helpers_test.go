@@ -60,3 +60,30 @@ func advance(t *testing.T, rdb *redis.Client, prefix string, d time.Duration) {
 	}
 	require.NoError(t, iter.Err())
 }
+
+// awaitRenewal waits until every claim under prefix has a lease of more
+// than lease - 500ms left: it was renewed since advance shifted it by a
+// second or more. It polls the real server, bounded by 10s.
+func awaitRenewal(t *testing.T, rdb *redis.Client, prefix string, lease time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		renewed := true
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			if rdb.HExists(ctx, iter.Val(), "r").Val() {
+				continue // a result, not a claim
+			}
+			if rdb.PTTL(ctx, iter.Val()).Val() <= lease-500*time.Millisecond {
+				renewed = false
+			}
+		}
+		require.NoError(t, iter.Err())
+		if renewed {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no renewal of the claims under %s", prefix)
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strings"
@@ -48,14 +46,20 @@ func New(rdb redis.UniversalClient, opts Options) (*Store, error) {
 	return &Store{rdb: rdb, prefix: opts.Prefix}, nil
 }
 
-// Key returns the name of the Redis key that holds key's state.
+// Key returns the name of the Redis key that holds key's state: Prefix,
+// then the scope part of key and a colon, then the rest of key in braces,
+// the Cluster hash tag. So the keys of one scope can be counted with
+// SCAN MATCH Prefix+scope+":*", and spread over every slot of a Cluster.
 func (s *Store) Key(key string) string {
-	return s.prefix + "{" + key + "}"
+	scope, rest, ok := strings.Cut(key, ":")
+	if !ok {
+		return s.prefix + "{" + key + "}"
+	}
+	return s.prefix + scope + ":{" + rest + "}"
 }
 
 // Claim implements [idempotency.Store].
-func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease time.Duration) (idempotency.Claim, error) {
-	token := newToken()
+func (s *Store) Claim(ctx context.Context, key, token string, fingerprint []byte, lease time.Duration) (idempotency.Claim, error) {
 	v, err := claimScript.Run(ctx, s.rdb, []string{s.Key(key)}, token, fingerprint, ms(lease)).Slice()
 	if err != nil {
 		return idempotency.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -63,7 +67,7 @@ func (s *Store) Claim(ctx context.Context, key string, fingerprint []byte, lease
 	state, _ := v[0].(int64)
 	switch {
 	case state == 0 && len(v) == 1:
-		return idempotency.Claim{State: idempotency.Acquired, Token: token}, nil
+		return idempotency.Claim{State: idempotency.Acquired}, nil
 	case state == 1 && len(v) == 2:
 		return idempotency.Claim{State: idempotency.InFlight, Fingerprint: bytesOf(v[1])}, nil
 	case state == 2 && len(v) == 3:
@@ -78,8 +82,8 @@ func (s *Store) Renew(ctx context.Context, key, token string, lease time.Duratio
 }
 
 // Complete implements [idempotency.Store].
-func (s *Store) Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error {
-	return s.run(ctx, "complete", completeScript, key, token, result, ms(ttl))
+func (s *Store) Complete(ctx context.Context, key, token string, fingerprint, result []byte, ttl time.Duration) error {
+	return s.run(ctx, "complete", completeScript, key, token, fingerprint, result, ms(ttl))
 }
 
 // Release implements [idempotency.Store].
@@ -98,14 +102,6 @@ func (s *Store) run(ctx context.Context, step string, script *redis.Script, key 
 		return idempotency.ErrLeaseLost
 	}
 	return nil
-}
-
-// newToken returns a fencing token: 128 random bits, so that no two claims
-// of a key, on any process, ever share one.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	return hex.EncodeToString(b[:])
 }
 
 // ms is d in whole milliseconds, rounded up so that a lease is never

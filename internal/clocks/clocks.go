@@ -26,6 +26,17 @@ func Until(clk retry.Clock, t time.Time) time.Duration {
 	return t.Sub(clk.Now())
 }
 
+// Real returns the real time at which clk reaches t, counted from now: t
+// itself on the real clock. A fake clock's time may lie anywhere on the
+// real one, so a deadline that leaves the process (grpc sends its ctx's to
+// the server, as a real timeout) must go through Real first.
+func Real(clk retry.Clock, t time.Time) time.Time {
+	if clk == nil {
+		return t
+	}
+	return time.Now().Add(t.Sub(clk.Now()))
+}
+
 // Timer is what AfterFunc returns: Stop reports whether it stopped the
 // timer before it fired.
 type Timer interface{ Stop() bool }

@@ -2,6 +2,7 @@ package clocks_test
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stormguard/retry/internal/clocks"
@@ -34,4 +35,19 @@ func TestAfterFuncOnTheRealClock(t *testing.T) {
 	clocks.AfterFunc(nil, time.Millisecond, func() { close(fired) })
 	<-fired
 	assert.WithinDuration(t, time.Now(), clocks.Now(nil), time.Second)
+}
+
+// Real turns a time on a fake clock into the real time at which the fake
+// reaches it, wherever the fake lies on the real clock.
+func TestReal(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		clk := retrytest.NewClock()
+		time.Sleep(time.Hour) // the fake now lies an hour behind
+		assert.Equal(t, time.Now().Add(time.Minute), clocks.Real(clk, clk.Now().Add(time.Minute)))
+		clk.Add(3 * time.Hour) // and now two hours ahead
+		assert.Equal(t, time.Now().Add(time.Minute), clocks.Real(clk, clk.Now().Add(time.Minute)))
+		end := time.Now().Add(time.Second)
+		assert.Equal(t, end, clocks.Real(nil, end), "the real clock's times are real")
+	})
 }

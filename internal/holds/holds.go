@@ -3,6 +3,16 @@
 // 503, a gRPC pushback), so that one answer holds back every new attempt of
 // a client, not only the request that got it. retryhttp and retrygrpc use
 // it.
+//
+// A hold ends in one of two ways. An answer that is not a hold, to a
+// request sent after the hold began, clears it: the server serves again.
+// Or its time runs out: then a few probes go first (Probes), and the
+// attempts queued behind them wait for what the probes learn. If a probe's
+// answer renews the hold, they wait again; if one clears it, or if no probe
+// has answered by the end of the spread (a quarter of the hold, at most
+// 5s), they go, each after a random part of the spread, so that they do not
+// come back as one burst. Every hold thus ends by time: at its end plus the
+// spread, at the latest, unless an answer renews it.
 package holds
 
 import (
@@ -20,44 +30,96 @@ import (
 // another, so no traffic pattern can grow a Set.
 const MaxKeys = 1024
 
-// maxSpread bounds the jitter added to a hold's end.
+// Probes is how many attempts a lapsed hold lets through before the
+// others, to learn whether the server serves again.
+const Probes = 3
+
+// maxSpread bounds the jitter that spreads the attempts a hold released.
 const maxSpread = 5 * time.Second
+
+// An Epoch orders the attempts and the holds of a Set: an attempt takes the
+// Set's Epoch when it is let go, and its answer clears only a hold that
+// began at or before that Epoch.
+type Epoch uint64
 
 // A Set holds targets back. Its zero value is ready to use; it is safe for
 // concurrent use.
 type Set struct {
-	n  atomic.Int32 // len(m), read without the lock: most of the time nothing is held
-	mu sync.Mutex
-	m  map[string]time.Time
+	n     atomic.Int32  // len(m), read without the lock: most of the time nothing is held
+	epoch atomic.Uint64 // bumped when a hold begins
+	mu    sync.Mutex
+	m     map[string]*hold
 }
 
-// Hold holds key back until until, unless a longer hold stands.
-func (s *Set) Hold(key string, until time.Time) {
+// hold is one target's hold.
+type hold struct {
+	until  time.Time     // when it ends; then the probes go
+	spread time.Duration // how long the others wait for the probes at most, and their jitter
+	epoch  Epoch         // when it began: answers to attempts let go before do not clear it
+	probes int           // let through since until passed
+	// changed is closed, and replaced, when the hold is renewed or cleared,
+	// so that its waiters look again.
+	changed chan struct{}
+}
+
+// Epoch returns the Set's Epoch now, for an attempt about to be sent.
+func (s *Set) Epoch() Epoch { return Epoch(s.epoch.Load()) }
+
+// Hold holds key back for d from now, unless a longer hold stands. A hold
+// that stands is renewed: its probes are spent, and its waiters wait anew.
+// d must already be capped by the caller (a MaxRetryAfter): a hold never
+// lasts longer than it is told.
+func (s *Set) Hold(key string, now time.Time, d time.Duration) {
+	if d <= 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = make(map[string]time.Time)
+		s.m = make(map[string]*hold)
 	}
-	if cur, held := s.m[key]; held && cur.After(until) {
-		return // a longer hold stands
-	} else if !held && len(s.m) >= MaxKeys {
-		for k := range s.m { // any one: at worst it is throttled once more
+	until := now.Add(d)
+	spread := min(d/4, maxSpread)
+	h := s.m[key]
+	switch {
+	case h != nil && now.Before(h.until.Add(h.spread)): // it stands: renew it
+		if until.After(h.until) {
+			h.until, h.spread = until, spread
+		}
+		h.probes = 0
+		close(h.changed)
+		h.changed = make(chan struct{})
+		return
+	case h == nil && len(s.m) >= MaxKeys:
+		for k, old := range s.m { // any one: at worst it is throttled once more
 			delete(s.m, k)
+			close(old.changed)
 			break
 		}
+	case h != nil: // lapsed long ago: a new hold
+		close(h.changed)
 	}
-	s.m[key] = until
+	s.m[key] = &hold{until: until, spread: spread, epoch: Epoch(s.epoch.Add(1)), changed: make(chan struct{})}
 	s.n.Store(int32(len(s.m)))
 }
 
-// Clear ends key's hold: its server answered normally again.
-func (s *Set) Clear(key string) {
+// Clear ends key's hold: its server answered normally again to an attempt
+// let go at sent. An answer to an attempt sent before the hold began says
+// nothing of the server since, and does not clear it.
+func (s *Set) Clear(key string, sent Epoch) {
 	if s.n.Load() == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h := s.m[key]; h != nil && sent >= h.epoch {
+		s.drop(key, h)
+	}
+}
+
+func (s *Set) drop(key string, h *hold) {
 	delete(s.m, key)
+	close(h.changed)
 	s.n.Store(int32(len(s.m)))
 }
 
@@ -72,49 +134,99 @@ func (s *Set) Until(key string) time.Time {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[key]
+	if h := s.m[key]; h != nil {
+		return h.until
+	}
+	return time.Time{}
 }
 
-// Wait waits, before an attempt on key, until key's hold ends and then a
-// little longer at random (up to a quarter of what was left, at most 5s),
-// so that the attempts it held back do not come back as one burst. It
-// returns 0 and nil when the attempt may go. It returns how long the hold
-// has left, without waiting, when failFast is set or when the hold outlasts
-// ctx's deadline: the attempt must not go. It returns ctx's cause if ctx
-// ends while it waits. Time is clk's.
+// Wait waits, before an attempt on key, until the attempt may go: key is
+// not held, or its hold has lapsed and the attempt is one of its probes,
+// or the probes have cleared it (or failed to answer in time) and the
+// attempt's share of the spread has passed. It returns 0 and nil then.
+//
+// It returns how long the hold has left, without waiting, when failFast
+// is set or when the hold ends after ctx's deadline (which must be the
+// call's, not an attempt's): the attempt must not go. It returns ctx's
+// cause if ctx ends while it waits. Time is clk's.
 func (s *Set) Wait(ctx context.Context, clk retry.Clock, key string, failFast bool) (time.Duration, error) {
-	until := s.Until(key)
-	if until.IsZero() {
-		return 0, nil
-	}
-	start := clocks.Now(clk)
-	left := until.Sub(start)
-	if left <= 0 {
-		return 0, nil
-	}
-	if failFast {
-		return left, nil
-	}
-	wait := left + time.Duration(rand.Float64()*float64(min(left/4, maxSpread)))
-	if end, ok := ctx.Deadline(); ok && end.Sub(start) <= wait {
-		return left, nil // it cannot wait that long: give up at once
-	}
-	if clk == nil {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
+	queued := false // it waited behind a hold: it goes after its share of the spread
+	var spread time.Duration
+	for {
+		s.mu.Lock()
+		h := s.m[key]
+		if h == nil {
+			s.mu.Unlock()
+			if !queued || spread <= 0 {
+				return 0, nil
+			}
+			queued = false // after the jitter, look once more: a new hold may have begun
+			if err := sleep(ctx, clk, time.Duration(rand.Float64()*float64(spread))); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		now := clocks.Now(clk)
+		var wake time.Time
+		switch {
+		case now.Before(h.until): // held
+			left := h.until.Sub(now)
+			if end, ok := ctx.Deadline(); failFast || ok && !end.After(h.until) {
+				s.mu.Unlock()
+				return left, nil
+			}
+			wake = h.until
+		case h.probes < Probes: // lapsed: a probe goes
+			h.probes++
+			s.mu.Unlock()
 			return 0, nil
-		case <-ctx.Done():
-			return 0, context.Cause(ctx)
+		case !now.Before(h.until.Add(h.spread)): // no probe has answered: the hold ends by time
+			s.drop(key, h)
+			s.mu.Unlock()
+			queued, spread = true, h.spread
+			continue
+		case failFast: // the probes are out: it must not wait for them
+			left := h.until.Add(h.spread).Sub(now)
+			s.mu.Unlock()
+			return left, nil
+		default: // wait for the probes
+			wake = h.until.Add(h.spread)
+		}
+		queued, spread = true, h.spread
+		changed := h.changed
+		s.mu.Unlock()
+		if err := sleepUntil(ctx, clk, wake, changed); err != nil {
+			return 0, err
 		}
 	}
-	w, cancel := clk.WithTimeout(context.Background(), wait) // a wait, for fakes that skip waits
+}
+
+// sleepUntil waits until t on clk, or until changed is closed; it returns
+// ctx's cause if ctx ends first.
+func sleepUntil(ctx context.Context, clk retry.Clock, t time.Time, changed <-chan struct{}) error {
+	d := clocks.Until(clk, t)
+	if d <= 0 {
+		return nil
+	}
+	var w context.Context
+	var cancel context.CancelFunc
+	if clk == nil {
+		w, cancel = context.WithTimeout(context.Background(), d)
+	} else {
+		w, cancel = clk.WithTimeout(context.Background(), d) // a wait, for fakes that skip waits
+	}
 	defer cancel()
 	select {
 	case <-w.Done():
-		return 0, nil
+		return nil
+	case <-changed:
+		return nil
 	case <-ctx.Done():
-		return 0, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
+}
+
+// sleep waits d on clk, or returns ctx's cause if ctx ends first.
+func sleep(ctx context.Context, clk retry.Clock, d time.Duration) error {
+	return sleepUntil(ctx, clk, clocks.Now(clk).Add(d), nil)
 }

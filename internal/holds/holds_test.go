@@ -3,12 +3,16 @@ package holds_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stormguard/retry/internal/holds"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -23,8 +27,8 @@ func TestHoldWaitClear(t *testing.T) {
 	assert.Zero(t, left)
 	assert.NoError(t, err)
 
-	s.Hold("a", start.Add(2*time.Second))
-	s.Hold("a", start.Add(time.Second)) // a shorter one does not replace it
+	s.Hold("a", start, 2*time.Second)
+	s.Hold("a", start, time.Second) // a shorter one does not replace it
 	assert.True(t, s.Held())
 	left, err = s.Wait(context.Background(), clk, "b", false)
 	assert.Zero(t, left, "another key is not held")
@@ -44,21 +48,24 @@ func TestHoldWaitClear(t *testing.T) {
 	left, err = s.Wait(context.Background(), clk, "a", false)
 	assert.Zero(t, left)
 	assert.NoError(t, err)
-	waited := clk.Now().Sub(start)
-	assert.True(t, waited >= 2*time.Second && waited <= 2500*time.Millisecond, "waited %v: the hold and at most a quarter more", waited)
+	assert.Equal(t, 2*time.Second, clk.Now().Sub(start), "the first after the hold is a probe: it goes at the end")
 
-	s.Hold("a", clk.Now().Add(time.Hour))
-	s.Clear("a")
-	assert.True(t, s.Until("a").IsZero())
+	e := s.Epoch()
+	s.Hold("c", clk.Now(), time.Hour)
+	s.Clear("c", e)
+	assert.False(t, s.Until("c").IsZero(), "an answer to an attempt sent before the hold does not clear it")
+	s.Clear("c", s.Epoch())
+	assert.True(t, s.Until("c").IsZero())
+	s.Clear("a", s.Epoch())
 	assert.False(t, s.Held())
 }
 
 func TestSetIsBounded(t *testing.T) {
 	t.Parallel()
 	var s holds.Set
-	until := time.Now().Add(time.Hour)
+	now := time.Now()
 	for i := range 3 * holds.MaxKeys {
-		s.Hold(fmt.Sprint("k", i), until)
+		s.Hold(fmt.Sprint("k", i), now, time.Hour)
 	}
 	n := 0
 	for i := range 3 * holds.MaxKeys {
@@ -67,4 +74,113 @@ func TestSetIsBounded(t *testing.T) {
 		}
 	}
 	assert.Equal(t, holds.MaxKeys, n)
+}
+
+// When a hold lapses, a few probes go; the others wait for what the probes
+// learn. A probe's answer that renews the hold sends the others back to
+// waiting; one that clears it lets them go, spread over a quarter of the
+// hold.
+func TestLapsedHoldSendsProbesFirst(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var s holds.Set
+		s.Hold("a", time.Now(), 4*time.Second)
+		var gone atomic.Int32
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				left, err := s.Wait(context.Background(), nil, "a", false)
+				assert.Zero(t, left)
+				assert.NoError(t, err)
+				gone.Add(1)
+				mu.Lock()
+				at = append(at, time.Since(start))
+				mu.Unlock()
+			})
+		}
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(holds.Probes), gone.Load(), "the hold lapsed: only the probes went")
+
+		s.Hold("a", time.Now(), 4*time.Second) // a probe's answer: still throttled
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(holds.Probes), gone.Load(), "renewed: the others wait again")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2*holds.Probes), gone.Load(), "lapsed again: new probes")
+
+		s.Clear("a", s.Epoch()) // a probe's answer: served
+		synctest.Wait()
+		assert.Less(t, gone.Load(), int32(50), "not one burst")
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		last := at[len(at)-1]
+		assert.LessOrEqual(t, last, 9*time.Second, "spread over a quarter of the 4s hold")
+		assert.Greater(t, last, 8*time.Second)
+	})
+}
+
+// A hold whose probes never answer ends by time: at its end plus the
+// spread, the others go.
+func TestHoldWhoseProbesNeverAnswerEndsByTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var s holds.Set
+		start := time.Now()
+		s.Hold("a", start, 8*time.Second)
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				_, err := s.Wait(context.Background(), nil, "a", false)
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		assert.LessOrEqual(t, time.Since(start), 8*time.Second+2*2*time.Second, "the hold, the probes' spread, and a spread of jitter")
+		assert.False(t, s.Held())
+	})
+}
+
+// A hold on a fake clock ends on that clock's time, and a waiter that ctx
+// abandons returns its cause.
+func TestHoldOnAFakeClock(t *testing.T) {
+	t.Parallel()
+	var s holds.Set
+	clk := retrytest.NewClock()
+	s.Hold("a", clk.Now(), time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Wait(ctx, clk, "a", false)
+		done <- err
+	}()
+	d := <-clk.Waits()
+	assert.Equal(t, time.Minute, d)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
+// Fail fast never waits, for a hold or for its probes.
+func TestFailFastNeverWaitsForProbes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var s holds.Set
+		s.Hold("a", time.Now(), 4*time.Second)
+		time.Sleep(4 * time.Second)
+		for range holds.Probes {
+			left, err := s.Wait(context.Background(), nil, "a", true)
+			require.NoError(t, err)
+			assert.Zero(t, left, "a probe goes")
+		}
+		start := time.Now()
+		left, err := s.Wait(context.Background(), nil, "a", true)
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, left, "the probes are out: held until they answer, or the spread ends")
+		assert.Zero(t, time.Since(start))
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,10 +27,25 @@ type Harness struct {
 	Lease time.Duration
 }
 
-// Key returns a store key as the middleware makes them: 64 hex digits.
-func Key(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return hex.EncodeToString(sum[:])
+// Key returns a store key as the middleware makes them, in the scope
+// "test": 16 hex digits of scope, a colon, 64 hex digits of key.
+func Key(name string) string { return ScopedKey("test", name) }
+
+// ScopedKey returns a store key for name in scope, as the middleware makes
+// them.
+func ScopedKey(scope, name string) string {
+	sc := sha256.Sum256([]byte(scope))
+	sum := sha256.Sum256([]byte(scope + "\x00" + name))
+	return hex.EncodeToString(sc[:8]) + ":" + hex.EncodeToString(sum[:])
+}
+
+var tokens atomic.Int64
+
+// Token returns a fresh fencing token, as the middleware makes them: never
+// the same twice.
+func Token() string {
+	sum := sha256.Sum256([]byte(strconv.FormatInt(tokens.Add(1), 10)))
+	return hex.EncodeToString(sum[:16])
 }
 
 var (
@@ -41,161 +57,247 @@ var (
 func Run(t *testing.T, h Harness) {
 	ctx := context.Background()
 	lease, ttl := h.Lease, 2*h.Lease
+	completed := func(fp []byte, result string) idempotency.Claim {
+		return idempotency.Claim{State: idempotency.Completed, Fingerprint: fp, Result: []byte(result)}
+	}
 
 	t.Run("claim, in flight, complete, replay", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		c, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		require.Equal(t, idempotency.Acquired, c.State)
-		require.NotEmpty(t, c.Token)
-
-		again, err := s.Claim(ctx, k, fpB, lease)
+		require.Equal(t, idempotency.Claim{State: idempotency.Acquired}, c)
+		again, err := s.Claim(ctx, k, Token(), fpB, lease)
 		require.NoError(t, err)
 		assert.Equal(t, idempotency.Claim{State: idempotency.InFlight, Fingerprint: fpA}, again,
 			"a second Claim while the first holds the key")
-
-		require.NoError(t, s.Complete(ctx, k, c.Token, []byte("result"), ttl))
-		done, err := s.Claim(ctx, k, fpB, lease)
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("result"), ttl))
+		done, err := s.Claim(ctx, k, Token(), fpB, lease)
 		require.NoError(t, err)
-		assert.Equal(t, idempotency.Claim{State: idempotency.Completed, Fingerprint: fpA, Result: []byte("result")}, done)
+		assert.Equal(t, completed(fpA, "result"), done)
 	})
 
 	t.Run("an empty result is kept", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		require.NoError(t, s.Complete(ctx, k, c.Token, nil, ttl))
-		done, err := s.Claim(ctx, k, fpA, lease)
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, nil, ttl))
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
 		assert.Equal(t, idempotency.Completed, done.State)
 		assert.Empty(t, done.Result)
 	})
 
-	t.Run("keys are independent", func(t *testing.T) {
+	t.Run("keys are independent, in a scope and across scopes", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		for i := range 3 {
-			c, err := s.Claim(ctx, Key(strconv.Itoa(i)), fpA, lease)
+		for _, k := range []string{Key("0"), Key("1"), ScopedKey("other", "0"), ScopedKey("", "0")} {
+			c, err := s.Claim(ctx, k, Token(), fpA, lease)
 			require.NoError(t, err)
-			assert.Equal(t, idempotency.Acquired, c.State, "key %d", i)
+			assert.Equal(t, idempotency.Acquired, c.State, "key %s", k)
 		}
 	})
 
 	t.Run("a wrong token is refused", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		wrong := c.Token + "x"
+		wrong := Token()
 		assert.ErrorIs(t, s.Renew(ctx, k, wrong, lease), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Complete(ctx, k, wrong, []byte("x"), ttl), idempotency.ErrLeaseLost)
+		assert.ErrorIs(t, s.Complete(ctx, k, wrong, fpA, []byte("x"), ttl), idempotency.ErrLeaseLost)
 		assert.ErrorIs(t, s.Release(ctx, k, wrong), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Renew(ctx, Key("absent"), c.Token, lease), idempotency.ErrLeaseLost)
-		again, err := s.Claim(ctx, k, fpA, lease)
+		assert.ErrorIs(t, s.Renew(ctx, Key("absent"), tok, lease), idempotency.ErrLeaseLost, "renew of an absent key")
+		again, err := s.Claim(ctx, k, wrong, fpA, lease)
 		require.NoError(t, err)
 		assert.Equal(t, idempotency.InFlight, again.State, "the claim survives a wrong token")
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("right"), ttl))
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
+		require.NoError(t, err)
+		assert.Equal(t, completed(fpA, "right"), done)
 	})
 
 	t.Run("release frees the key for a new claim", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		require.NoError(t, s.Release(ctx, k, c.Token))
-		assert.ErrorIs(t, s.Release(ctx, k, c.Token), idempotency.ErrLeaseLost, "released twice")
-		next, err := s.Claim(ctx, k, fpB, lease)
+		require.NoError(t, s.Release(ctx, k, tok))
+		tok2 := Token()
+		c, err := s.Claim(ctx, k, tok2, fpB, lease)
 		require.NoError(t, err)
-		require.Equal(t, idempotency.Acquired, next.State)
-		assert.NotEqual(t, c.Token, next.Token, "a token is never reused for a key")
-		assert.ErrorIs(t, s.Complete(ctx, k, c.Token, []byte("old"), ttl), idempotency.ErrLeaseLost)
+		require.Equal(t, idempotency.Acquired, c.State)
+		assert.ErrorIs(t, s.Complete(ctx, k, tok, fpA, []byte("old"), ttl), idempotency.ErrLeaseLost, "the key is another's")
+		assert.ErrorIs(t, s.Release(ctx, k, tok), idempotency.ErrLeaseLost, "the key is another's")
 	})
 
-	t.Run("a completed key cannot be completed, renewed or released again", func(t *testing.T) {
+	t.Run("a completed key cannot be renewed, released or completed by another", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		require.NoError(t, s.Complete(ctx, k, c.Token, []byte("first"), ttl))
-		assert.ErrorIs(t, s.Complete(ctx, k, c.Token, []byte("second"), ttl), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Renew(ctx, k, c.Token, lease), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Release(ctx, k, c.Token), idempotency.ErrLeaseLost)
-		done, err := s.Claim(ctx, k, fpA, lease)
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("first"), ttl))
+		assert.ErrorIs(t, s.Renew(ctx, k, tok, lease), idempotency.ErrLeaseLost)
+		assert.ErrorIs(t, s.Release(ctx, k, tok), idempotency.ErrLeaseLost)
+		assert.ErrorIs(t, s.Complete(ctx, k, Token(), fpB, []byte("other"), ttl), idempotency.ErrLeaseLost)
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
-		assert.Equal(t, []byte("first"), done.Result)
+		assert.Equal(t, completed(fpA, "first"), done)
 	})
 
 	t.Run("an expired lease is taken over, and fenced off", func(t *testing.T) {
 		t.Parallel()
 		s, advance := h.New(t)
-		k := Key("k")
-		old, err := s.Claim(ctx, k, fpA, lease)
+		k, old := Key("k"), Token()
+		_, err := s.Claim(ctx, k, old, fpA, lease)
 		require.NoError(t, err)
 		advance(lease + lease/2)
-		taken, err := s.Claim(ctx, k, fpB, lease)
+		taken := Token()
+		c, err := s.Claim(ctx, k, taken, fpB, lease)
 		require.NoError(t, err)
-		require.Equal(t, idempotency.Acquired, taken.State, "after the lease, not the TTL")
-		assert.NotEqual(t, old.Token, taken.Token)
-
+		require.Equal(t, idempotency.Acquired, c.State, "after the lease, not the TTL")
 		// The old holder wakes up: it can neither renew, save nor delete.
-		assert.ErrorIs(t, s.Renew(ctx, k, old.Token, lease), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Complete(ctx, k, old.Token, []byte("loser"), ttl), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Release(ctx, k, old.Token), idempotency.ErrLeaseLost)
-
-		require.NoError(t, s.Complete(ctx, k, taken.Token, []byte("winner"), ttl))
-		done, err := s.Claim(ctx, k, fpA, lease)
+		assert.ErrorIs(t, s.Renew(ctx, k, old, lease), idempotency.ErrLeaseLost)
+		assert.ErrorIs(t, s.Complete(ctx, k, old, fpA, []byte("loser"), ttl), idempotency.ErrLeaseLost)
+		assert.ErrorIs(t, s.Release(ctx, k, old), idempotency.ErrLeaseLost)
+		require.NoError(t, s.Complete(ctx, k, taken, fpB, []byte("winner"), ttl))
+		assert.ErrorIs(t, s.Complete(ctx, k, old, fpA, []byte("loser"), ttl), idempotency.ErrLeaseLost, "after the winner saved")
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
-		assert.Equal(t, idempotency.Claim{State: idempotency.Completed, Fingerprint: fpB, Result: []byte("winner")}, done)
+		assert.Equal(t, completed(fpB, "winner"), done)
 	})
 
-	t.Run("an expired lease cannot be renewed or completed", func(t *testing.T) {
+	t.Run("an expired lease cannot be renewed", func(t *testing.T) {
 		t.Parallel()
 		s, advance := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
 		advance(lease + lease/2)
-		assert.ErrorIs(t, s.Renew(ctx, k, c.Token, lease), idempotency.ErrLeaseLost)
-		assert.ErrorIs(t, s.Complete(ctx, k, c.Token, []byte("late"), ttl), idempotency.ErrLeaseLost)
+		assert.ErrorIs(t, s.Renew(ctx, k, tok, lease), idempotency.ErrLeaseLost)
+	})
+
+	t.Run("an expired lease that nobody took over is completed all the same", func(t *testing.T) {
+		t.Parallel()
+		s, advance := h.New(t)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
+		require.NoError(t, err)
+		advance(lease + lease/2)
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("late"), ttl),
+			"the result is the only one there is: a retry must get it")
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
+		require.NoError(t, err)
+		assert.Equal(t, completed(fpA, "late"), done, "saved with its fingerprint")
+		advance(ttl - lease/2)
+		done, err = s.Claim(ctx, k, Token(), fpA, lease)
+		require.NoError(t, err)
+		assert.Equal(t, idempotency.Completed, done.State, "kept for its TTL from Complete")
+	})
+
+	t.Run("an expired lease that nobody took over is released all the same", func(t *testing.T) {
+		t.Parallel()
+		s, advance := h.New(t)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
+		require.NoError(t, err)
+		advance(lease + lease/2)
+		require.NoError(t, s.Release(ctx, k, tok))
+		c, err := s.Claim(ctx, k, Token(), fpA, lease)
+		require.NoError(t, err)
+		assert.Equal(t, idempotency.Acquired, c.State)
 	})
 
 	t.Run("renew extends the lease", func(t *testing.T) {
 		t.Parallel()
 		s, advance := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
 		for range 3 { // three times 2/3 of a lease: past the first lease
 			advance(lease * 2 / 3)
-			require.NoError(t, s.Renew(ctx, k, c.Token, lease))
+			require.NoError(t, s.Renew(ctx, k, tok, lease))
 		}
-		again, err := s.Claim(ctx, k, fpA, lease)
+		again, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
 		assert.Equal(t, idempotency.InFlight, again.State)
-		require.NoError(t, s.Complete(ctx, k, c.Token, []byte("slow"), ttl))
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("slow"), ttl))
 	})
 
 	t.Run("a result expires after its TTL", func(t *testing.T) {
 		t.Parallel()
 		s, advance := h.New(t)
-		k := Key("k")
-		c, err := s.Claim(ctx, k, fpA, lease)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		require.NoError(t, s.Complete(ctx, k, c.Token, []byte("r"), ttl))
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("r"), ttl))
 		advance(lease) // half the TTL: still there
-		done, err := s.Claim(ctx, k, fpA, lease)
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
 		require.Equal(t, idempotency.Completed, done.State)
 		advance(lease + lease/2)
-		fresh, err := s.Claim(ctx, k, fpA, lease)
+		fresh, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
 		assert.Equal(t, idempotency.Acquired, fresh.State)
+	})
+
+	// Each call sent twice, as a client does whose first reply was lost:
+	// the second answer is the first's.
+	t.Run("a claim sent twice finds its own claim", func(t *testing.T) {
+		t.Parallel()
+		s, _ := h.New(t)
+		k, tok := Key("k"), Token()
+		for i := range 2 {
+			c, err := s.Claim(ctx, k, tok, fpA, lease)
+			require.NoError(t, err)
+			require.Equal(t, idempotency.Claim{State: idempotency.Acquired}, c, "sending %d", i+1)
+		}
+		other, err := s.Claim(ctx, k, Token(), fpA, lease)
+		require.NoError(t, err)
+		assert.Equal(t, idempotency.InFlight, other.State, "another request still sees it in flight")
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("r"), ttl))
+	})
+
+	t.Run("a complete sent twice succeeds twice and keeps the first result", func(t *testing.T) {
+		t.Parallel()
+		s, _ := h.New(t)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
+		require.NoError(t, err)
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("r"), ttl))
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, []byte("r"), ttl), "sent again")
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
+		require.NoError(t, err)
+		assert.Equal(t, completed(fpA, "r"), done)
+	})
+
+	t.Run("a release sent twice succeeds twice", func(t *testing.T) {
+		t.Parallel()
+		s, _ := h.New(t)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
+		require.NoError(t, err)
+		require.NoError(t, s.Release(ctx, k, tok))
+		require.NoError(t, s.Release(ctx, k, tok), "sent again")
+		c, err := s.Claim(ctx, k, Token(), fpB, lease)
+		require.NoError(t, err)
+		assert.Equal(t, idempotency.Acquired, c.State)
+	})
+
+	t.Run("a renew sent twice succeeds twice", func(t *testing.T) {
+		t.Parallel()
+		s, _ := h.New(t)
+		k, tok := Key("k"), Token()
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
+		require.NoError(t, err)
+		require.NoError(t, s.Renew(ctx, k, tok, lease))
+		require.NoError(t, s.Renew(ctx, k, tok, lease), "sent again")
 	})
 
 	t.Run("one of many concurrent claims wins", func(t *testing.T) {
@@ -210,7 +312,7 @@ func Run(t *testing.T, h Harness) {
 		)
 		for range n {
 			wg.Go(func() {
-				c, err := s.Claim(ctx, k, fpA, time.Minute)
+				c, err := s.Claim(ctx, k, Token(), fpA, time.Minute)
 				assert.NoError(t, err)
 				if c.State == idempotency.Acquired {
 					mu.Lock()
@@ -226,15 +328,15 @@ func Run(t *testing.T, h Harness) {
 	t.Run("a binary result comes back byte for byte", func(t *testing.T) {
 		t.Parallel()
 		s, _ := h.New(t)
-		k := Key("k")
+		k, tok := Key("k"), Token()
 		result := make([]byte, 70_000)
 		for i := range result {
 			result[i] = byte(i * 7)
 		}
-		c, err := s.Claim(ctx, k, fpA, lease)
+		_, err := s.Claim(ctx, k, tok, fpA, lease)
 		require.NoError(t, err)
-		require.NoError(t, s.Complete(ctx, k, c.Token, result, ttl))
-		done, err := s.Claim(ctx, k, fpA, lease)
+		require.NoError(t, s.Complete(ctx, k, tok, fpA, result, ttl))
+		done, err := s.Claim(ctx, k, Token(), fpA, lease)
 		require.NoError(t, err)
 		assert.Equal(t, result, done.Result)
 	})

@@ -110,10 +110,12 @@ func workingTree(dir string) ([]zip.File, error) {
 		}
 		return false
 	}
+	seen := map[string]bool{} // a file in a merge conflict is listed once per stage
 	for _, rel := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if rel == "" || inNested(rel) {
+		if rel == "" || seen[rel] || inNested(rel) {
 			continue
 		}
+		seen[rel] = true
 		abs := filepath.Join(dir, filepath.FromSlash(rel))
 		info, err := os.Lstat(abs)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -1,0 +1,140 @@
+// Command reload serves with retry policies from a file that it reloads,
+// without a restart, on SIGHUP and when the file changes.
+//
+// It logs each accepted version and each rejection (the last good config
+// stays in force), shows the active config on /debug/retries, and publishes
+// its version as the expvar retryconfig_version on /debug/vars, for a
+// dashboard or an OpenTelemetry collector that scrapes it. Flags and
+// environment variables override single fields, with the precedence flag >
+// environment > file > default:
+//
+//	RETRY_PAYMENTS_MAX_ATTEMPTS=1 go run ./examples/reload -config policies.json -retry feed.jitter=none
+//	kill -HUP <pid>   # or edit policies.json: it is polled every 2s
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"expvar"
+	"flag"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/stormguard/retry/retryconfig"
+)
+
+func main() {
+	path := flag.String("config", "policies.json", "the retry policies, as JSON")
+	addr := flag.String("addr", "localhost:8080", "where to serve /debug/retries and /debug/vars")
+	poll := flag.Duration("poll", 2*time.Second, "how often to look for a change of the file")
+	var o retryconfig.Overrides
+	flag.Var(&o, "retry", "override a retry policy's field, as name.field=value (repeatable)")
+	flag.Parse()
+	if err := o.FromEnv("RETRY_", os.Environ()); err != nil {
+		log.Fatal(err)
+	}
+
+	r, err := newReloader(*path, &o, log.Default())
+	if err != nil {
+		log.Fatal(err)
+	}
+	expvar.Publish("retryconfig_version", expvar.Func(func() any { return r.live.Version() }))
+	http.Handle("/debug/retries", r)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go r.run(ctx, hup, time.NewTicker(*poll).C)
+
+	// The service's clients would take their policies from r.live:
+	// &retryhttp.Transport{Policies: r.live}, retrygrpc.WithPolicies(r.live).
+	srv := &http.Server{Addr: *addr, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	log.Printf("serving http://%s/debug/retries", *addr)
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		log.Fatal(err)
+	}
+}
+
+// reloader keeps a Live config in step with a file.
+type reloader struct {
+	path string
+	live *retryconfig.Live
+	log  *log.Logger
+	last []byte // the file's bytes at the last look: unchanged bytes are not parsed again
+}
+
+func newReloader(path string, o *retryconfig.Overrides, logger *log.Logger) (*reloader, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := retryconfig.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	r := &reloader{path: path, live: retryconfig.NewLive(cfg), log: logger, last: data}
+	if err := r.live.Override(o); err != nil {
+		return nil, err
+	}
+	r.log.Printf("retry config version %d from %s", r.live.Version(), path)
+	return r, nil
+}
+
+// run reloads on each signal and on each tick whose look finds the file
+// changed, until ctx ends.
+func (r *reloader) run(ctx context.Context, hup <-chan os.Signal, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.reload(true)
+		case <-tick:
+			r.reload(false)
+		}
+	}
+}
+
+// reload reads the file and, if it changed or force is set, updates the
+// Live config, logging the version it accepted or why it rejected the file.
+func (r *reloader) reload(force bool) {
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		r.log.Printf("retry config: %v; keeping version %d", err, r.live.Version())
+		return
+	}
+	if !force && bytes.Equal(data, r.last) {
+		return
+	}
+	r.last = data
+	if err := r.live.Update(data); err != nil {
+		r.log.Printf("retry config rejected, keeping version %d: %v", r.live.Version(), err)
+		return
+	}
+	r.log.Printf("retry config version %d from %s", r.live.Version(), r.path)
+}
+
+// ServeHTTP shows the active config: its version and its policies, as
+// Marshal writes them.
+func (r *reloader) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	doc, err := retryconfig.Marshal(r.live.Config())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		Version uint64          `json:"version"`
+		Config  json.RawMessage `json:"config"`
+	}{r.live.Version(), doc})
+}

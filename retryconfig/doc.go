@@ -1,0 +1,54 @@
+// Package retryconfig reads named retry policies from a document, so that
+// retries can be tuned per call type, and changed while a service runs,
+// without a rebuild.
+//
+// A document is JSON:
+//
+//	{
+//	  "budgets": {
+//	    "payments": {"maxTokens": 10, "tokenRatio": 0.1}
+//	  },
+//	  "policies": {
+//	    "default":  {"maxAttempts": 4, "baseBackoff": "200ms", "maxBackoff": "5s"},
+//	    "feed":     {"maxAttempts": 6, "jitter": "decorrelated", "maxElapsed": "30s"},
+//	    "payments": {"maxAttempts": 2, "baseBackoff": "0.2s", "attemptTimeout": "2s",
+//	                 "retryableStatusCodes": [503], "budget": "payments"}
+//	  }
+//	}
+//
+// A policy's fields are those of [retry.Policy] in lowerCamel case, each
+// optional (a missing field means the Policy's default): maxAttempts,
+// baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter
+// ("full", "equal", "decorrelated", "none", or "band:0.3" for
+// [retry.BandJitter] with that spread), retryableStatusCodes, budget (the
+// name of a member of "budgets") and hedging (see [Hedging]). Durations are
+// strings in Go's form, which includes the proto3 JSON form: "200ms",
+// "1.5s", "0.2s", "1m30s". A bare number is an error, not a guess at a unit.
+// maxAttempts 0 is an error too: write 1 for no retries, or leave the field
+// out for the default.
+//
+// retryableStatusCodes replaces the default list of its integration, it does
+// not add to it: numbers are HTTP statuses (for retryhttp), strings are gRPC
+// code names such as "UNAVAILABLE" (for retrygrpc); see
+// [Config.HTTPStatusCodes] and [Config.GRPCCodes].
+//
+// A budget is a [retry.Budget] that every policy naming it shares, so that
+// payments' retries stop when payments is failing, whatever the call type.
+//
+// [Parse] validates the whole document: an unknown field (a typo), a bad
+// value or a reference to a missing budget anywhere rejects all of it, with
+// an error that names the path, such as
+// `policies.payments.maxBackoff: "5" has no unit`. Errors about a policy's
+// fields match [retry.ErrInvalidPolicy] with errors.Is. [ParseServiceConfig]
+// reads a gRPC service config (gRFC A6) into the same [Config].
+//
+// [Config.Policy] returns the named policy, else "default", else the zero
+// Policy. A Config never changes once parsed; [Live] holds the current one
+// and swaps it atomically on [Live.Update], so that a reload never changes a
+// call in flight, and a budget whose parameters did not change keeps its
+// tokens across it.
+//
+// Environment variables and flags can override single fields of a
+// document: see [Overrides]. The precedence is flag > environment > file >
+// the Policy's default.
+package retryconfig

@@ -1,0 +1,97 @@
+package retryconfig
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stormguard/retry"
+)
+
+// maxErrors bounds how many problems one error reports: enough to fix a
+// document in one go, not so many that a garbage file floods a log.
+const maxErrors = 10
+
+// pathError is one problem of a document, at a path such as
+// "policies.payments.maxBackoff".
+type pathError struct {
+	path   string
+	msg    string
+	policy bool // a policy's field is at fault: matches retry.ErrInvalidPolicy
+}
+
+func (e *pathError) Error() string {
+	if e.path == "" {
+		return e.msg
+	}
+	return e.path + ": " + e.msg
+}
+
+func (e *pathError) Is(target error) bool {
+	return e.policy && target == retry.ErrInvalidPolicy
+}
+
+// problems collects the errors of one document.
+type problems struct {
+	errs []*pathError
+	more int
+}
+
+func (p *problems) add(path string, policy bool, format string, args ...any) {
+	if len(p.errs) == maxErrors {
+		p.more++
+		return
+	}
+	p.errs = append(p.errs, &pathError{path: path, msg: fmt.Sprintf(format, args...), policy: policy})
+}
+
+// has reports whether a problem was found at path already.
+func (p *problems) has(path string) bool {
+	for _, e := range p.errs {
+		if e.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// err returns nil, or one error that lists every problem and matches each
+// of them with errors.Is.
+func (p *problems) err(what string) error {
+	if len(p.errs) == 0 {
+		return nil
+	}
+	return &docError{what: what, errs: p.errs, more: p.more}
+}
+
+type docError struct {
+	what string
+	errs []*pathError
+	more int
+}
+
+func (e *docError) Error() string {
+	var b strings.Builder
+	b.WriteString("retryconfig: ")
+	if len(e.errs) > 1 {
+		b.WriteString(e.what)
+		b.WriteString(": ")
+	}
+	for i, pe := range e.errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(pe.Error())
+	}
+	if e.more > 0 {
+		fmt.Fprintf(&b, "; and %d more", e.more)
+	}
+	return b.String()
+}
+
+func (e *docError) Unwrap() []error {
+	errs := make([]error, len(e.errs))
+	for i, pe := range e.errs {
+		errs[i] = pe
+	}
+	return errs
+}

@@ -1,0 +1,80 @@
+package retryconfig
+
+import (
+	"encoding/json"
+)
+
+// maxGRPCAttempts is gRFC A6's cap on maxAttempts, of retries and hedging:
+// larger values are treated as 5.
+const maxGRPCAttempts = 5
+
+// parseHedging reads a hedgingPolicy as gRFC A6 writes it: maxAttempts
+// (required, above 1, capped at 5), hedgingDelay (optional) and
+// nonFatalStatusCodes (optional). In a service config, unknown fields are
+// ignored (gRFC A21); in our format they are errors.
+func parseHedging(raw []byte, service bool) (*Hedging, error) {
+	fields, err := members(raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hedging{}
+	for _, f := range fields {
+		switch f.key {
+		case "maxAttempts":
+			n, err := integer(f.val)
+			if err != nil {
+				return nil, errorf("maxAttempts: %v", err)
+			}
+			h.MaxAttempts = n
+		case "hedgingDelay":
+			d, err := durationJSON(f.val)
+			if err != nil {
+				return nil, errorf("hedgingDelay: %v", err)
+			}
+			h.Delay = d
+		case "nonFatalStatusCodes":
+			cs, err := grpcCodes(f.val)
+			if err != nil {
+				return nil, errorf("nonFatalStatusCodes: %v", err)
+			}
+			h.NonFatalCodes = cs
+		default:
+			if !service {
+				return nil, errorf("%s: unknown field (want maxAttempts, hedgingDelay or nonFatalStatusCodes)", f.key)
+			}
+		}
+	}
+	if h.MaxAttempts < 2 {
+		return nil, errorf("maxAttempts: %d must be above 1", h.MaxAttempts)
+	}
+	h.MaxAttempts = min(h.MaxAttempts, maxGRPCAttempts)
+	return h, nil
+}
+
+// grpcCodes reads a list of gRPC codes, as names or, as service configs
+// may write them, numbers 0 to 16.
+func grpcCodes(raw []byte) ([]uint32, error) {
+	els, err := elements(raw)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]uint32, 0, len(els))
+	for i, el := range els {
+		if len(el) > 0 && el[0] == '"' {
+			var s string
+			_ = json.Unmarshal(el, &s)
+			c, ok := grpcCode(s)
+			if !ok {
+				return nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, s)
+			}
+			cs = append(cs, c)
+			continue
+		}
+		n, err := integer(el)
+		if err != nil || n < 0 || n >= len(grpcNames) {
+			return nil, errorf("[%d]: %s is not a gRPC code", i, describe(el))
+		}
+		cs = append(cs, uint32(n))
+	}
+	return cs, nil
+}

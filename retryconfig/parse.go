@@ -1,0 +1,264 @@
+package retryconfig
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/stormguard/retry"
+)
+
+// Parse reads a document of named policies (see the package doc) and
+// validates all of it: any problem anywhere rejects the whole document, with
+// an error that names the path of each problem (up to ten of them). An
+// unknown field is a problem, so that a typo cannot silently leave a
+// default in place. Errors about a policy's fields match
+// retry.ErrInvalidPolicy.
+func Parse(data []byte) (*Config, error) {
+	var p problems
+	c := parseDoc(data, &p)
+	if err := p.err("invalid document"); err != nil {
+		return nil, err
+	}
+	c.bind()
+	return c, nil
+}
+
+func parseDoc(data []byte, p *problems) *Config {
+	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
+	if err := validDocument(data); err != nil {
+		p.add("", false, "%v", err)
+		return c
+	}
+	top, err := members(data, nil)
+	if err != nil {
+		p.add("", false, "%v", err)
+		return c
+	}
+	var policies []member
+	for _, m := range top {
+		switch m.key {
+		case "policies":
+			policies, err = members(m.val, nil)
+			if err != nil {
+				p.add("policies", false, "%v", err)
+			}
+		case "budgets":
+			parseBudgets(c, m.val, p)
+		default:
+			p.add(m.key, false, "unknown field (want policies or budgets)")
+		}
+	}
+	if len(policies) > 8 {
+		c.policies = make(map[string]*entry, len(policies))
+	}
+	slab := make([]entry, len(policies)) // one allocation for all the entries
+	for i, m := range policies {
+		if m.key == "" {
+			p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+			continue
+		}
+		e := &slab[i]
+		parsePolicy(e, m.key, m.val, p)
+		if e.budget != "" {
+			if _, ok := c.budgets[e.budget]; !ok {
+				p.add("policies."+m.key+".budget", true, "%q is not a member of budgets", e.budget)
+			}
+		}
+		c.policies[m.key] = e
+	}
+	return c
+}
+
+func parseBudgets(c *Config, raw []byte, p *problems) {
+	bs, err := members(raw, nil)
+	if err != nil {
+		p.add("budgets", false, "%v", err)
+		return
+	}
+	for _, m := range bs {
+		path := "budgets." + m.key
+		if m.key == "" {
+			p.add(path, false, "a budget needs a name")
+			continue
+		}
+		fields, err := members(m.val, nil)
+		if err != nil {
+			p.add(path, false, "%v", err)
+			continue
+		}
+		b := &budget{maxTokens: 10, tokenRatio: 0.1}
+		for _, f := range fields {
+			var err error
+			switch f.key {
+			case "maxTokens":
+				b.maxTokens, err = number(f.val)
+			case "tokenRatio":
+				b.tokenRatio, err = number(f.val)
+			default:
+				p.add(path+"."+f.key, false, "unknown field (want maxTokens or tokenRatio)")
+				continue
+			}
+			if err != nil {
+				p.add(path+"."+f.key, false, "%v", err)
+			}
+		}
+		nb, err := retry.NewBudget(b.maxTokens, b.tokenRatio)
+		if err != nil {
+			p.add(path, false, "%s", strings.TrimPrefix(err.Error(), "retry: NewBudget: "))
+			continue
+		}
+		b.b = nb
+		c.budgets[m.key] = b
+	}
+}
+
+// parsePolicy reads the policy of our format named name into e.
+func parsePolicy(e *entry, name string, raw []byte, p *problems) {
+	var buf [12]member // a policy's fields, without an allocation
+	fields, err := members(raw, buf[:0])
+	if err != nil { // paths are built only for an error: a thousand concatenations add up
+		p.add("policies."+name, true, "%v", err)
+		return
+	}
+	bad := false
+	for _, f := range fields {
+		if err := e.set(f.key, f.val); err != nil {
+			bad = true
+			p.add("policies."+name+"."+f.key, true, "%v", err)
+		}
+	}
+	pol := &e.policy
+	if !bad {
+		checkPolicy(name, pol, p)
+	}
+}
+
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
+
+// set sets one field of a policy of our format from its JSON value.
+func (e *entry) set(key string, raw []byte) error {
+	pol := &e.policy
+	var err error
+	switch key {
+	case "maxAttempts":
+		var n int
+		n, err = integer(raw)
+		if err == nil && n == 0 {
+			err = errorf("0 is not allowed: write 1 for no retries, or leave the field out for the default (4)")
+		}
+		if err == nil {
+			pol.MaxAttempts = n
+		}
+	case "baseBackoff":
+		pol.BaseBackoff, err = durationJSON(raw)
+	case "maxBackoff":
+		pol.MaxBackoff, err = durationJSON(raw)
+	case "maxElapsed":
+		pol.MaxElapsed, err = durationJSON(raw)
+	case "attemptTimeout":
+		pol.AttemptTimeout, err = durationJSON(raw)
+	case "factor":
+		var x float64
+		x, err = number(raw)
+		if err == nil && x != 0 && x < 1 {
+			err = errorf("%v is below 1: backoffs would shrink", x)
+		}
+		if err == nil {
+			pol.Factor = x
+		}
+	case "jitter":
+		var s string
+		if s, err = str(raw); err == nil {
+			pol.Jitter, e.jitter, err = parseJitter(s)
+		}
+	case "retryableStatusCodes":
+		e.http, e.grpc, err = parseCodes(raw)
+	case "budget":
+		var s string
+		s, err = str(raw)
+		if err == nil && s == "" {
+			err = errorf("the empty name is no budget: leave the field out")
+		}
+		if err == nil {
+			e.budget = s
+		}
+	case "hedging":
+		var h *Hedging
+		if h, err = parseHedging(raw, false); err == nil {
+			e.hedging = h
+		}
+	default:
+		return errUnknownField
+	}
+	return err
+}
+
+// checkPolicy runs the checks that span fields, naming the fields as the
+// document does, then Policy.Validate for anything else.
+func checkPolicy(name string, pol *retry.Policy, p *problems) {
+	if pol.MaxBackoff != 0 && pol.BaseBackoff > pol.MaxBackoff {
+		p.add("policies."+name+".maxBackoff", true, "%v is below baseBackoff %v", pol.MaxBackoff, pol.BaseBackoff)
+		return
+	}
+	if pol.MaxAttempts < 0 && pol.MaxElapsed == 0 {
+		p.add("policies."+name+".maxAttempts", true, "%d (no limit) needs maxElapsed, or nothing ends the loop", pol.MaxAttempts)
+		return
+	}
+	if err := pol.Validate(); err != nil {
+		p.add("policies."+name, true, "%s", strings.TrimPrefix(err.Error(), retry.ErrInvalidPolicy.Error()+": "))
+	}
+}
+
+// parseJitter reads a jitter's name and returns it with its canonical text.
+func parseJitter(s string) (retry.Jitter, string, error) {
+	switch s {
+	case "full":
+		return retry.FullJitter, s, nil
+	case "equal":
+		return retry.EqualJitter, s, nil
+	case "decorrelated":
+		return retry.DecorrelatedJitter, s, nil
+	case "none":
+		return retry.NoJitter, s, nil
+	}
+	if spread, ok := strings.CutPrefix(s, "band:"); ok {
+		x, err := strconv.ParseFloat(spread, 64)
+		if err != nil || !(x >= 0 && x <= 1) {
+			return nil, "", errorf("%q: the spread after band: must be a number in [0, 1], such as \"band:0.3\"", s)
+		}
+		return retry.BandJitter(x), "band:" + strconv.FormatFloat(x, 'g', -1, 64), nil
+	}
+	return nil, "", errorf("%q is not a jitter (want full, equal, decorrelated, none or band:<spread>)", s)
+}
+
+// parseCodes reads retryableStatusCodes: numbers are HTTP statuses,
+// strings gRPC code names.
+func parseCodes(raw []byte) (http []int, grpc []uint32, err error) {
+	els, err := elements(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, el := range els {
+		if http == nil && el[0] != '"' {
+			http = make([]int, 0, len(els))
+		}
+		if len(el) > 0 && el[0] == '"' {
+			s, _ := str(el)
+			c, ok := grpcCode(s)
+			if !ok {
+				return nil, nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, s)
+			}
+			grpc = append(grpc, c)
+			continue
+		}
+		n, err := integer(el)
+		if err != nil || n < 100 || n > 599 {
+			return nil, nil, errorf("[%d]: %s is not an HTTP status (100 to 599) or a gRPC code name", i, describe(el))
+		}
+		http = append(http, n)
+	}
+	if http == nil && grpc == nil {
+		return nil, nil, errorf("the list is empty: list the codes to retry, or leave the field out for the default")
+	}
+	return http, grpc, nil
+}

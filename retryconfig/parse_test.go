@@ -1,0 +1,148 @@
+package retryconfig_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retryconfig"
+)
+
+const doc = `{
+  "budgets": {"payments": {"maxTokens": 20, "tokenRatio": 0.5}},
+  "policies": {
+    "default":  {"maxAttempts": 3},
+    "feed":     {"maxAttempts": 6, "baseBackoff": "100ms", "factor": 1.5, "maxBackoff": "1m30s",
+                 "maxElapsed": "2m", "attemptTimeout": "0.2s", "jitter": "decorrelated"},
+    "payments": {"maxAttempts": 2, "jitter": "band:0.3", "retryableStatusCodes": [503, 429, "UNAVAILABLE"],
+                 "budget": "payments"}
+  }
+}`
+
+func TestParsePolicies(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.Parse([]byte(doc))
+	require.NoError(t, err)
+
+	feed := cfg.Policy("feed")
+	assert.Equal(t, 6, feed.MaxAttempts)
+	assert.Equal(t, 100*time.Millisecond, feed.BaseBackoff)
+	assert.Equal(t, 1.5, feed.Factor)
+	assert.Equal(t, 90*time.Second, feed.MaxBackoff)
+	assert.Equal(t, 2*time.Minute, feed.MaxElapsed)
+	assert.Equal(t, 200*time.Millisecond, feed.AttemptTimeout)
+	assert.Equal(t, retry.Jitter(retry.DecorrelatedJitter), feed.Jitter)
+	assert.Nil(t, feed.Budget)
+
+	pay := cfg.Policy("payments")
+	assert.Equal(t, 2, pay.MaxAttempts)
+	assert.Equal(t, retry.BandJitter(0.3), pay.Jitter)
+	require.NotNil(t, pay.Budget)
+	assert.Equal(t, 20.0, pay.Budget.Tokens())
+	assert.Equal(t, []int{503, 429}, cfg.HTTPStatusCodes("payments"))
+	assert.Equal(t, []uint32{14}, cfg.GRPCCodes("payments"))
+	assert.Nil(t, cfg.HTTPStatusCodes("feed"), "no list means the integration's default")
+
+	assert.Equal(t, retry.Policy{MaxAttempts: 3}, cfg.Policy("unknown"), "falls back to default")
+	_, ok := cfg.Lookup("unknown")
+	assert.False(t, ok)
+	assert.Equal(t, []string{"default", "feed", "payments"}, cfg.Names())
+}
+
+func TestParseJitterNames(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]retry.Jitter{
+		"full": retry.FullJitter, "equal": retry.EqualJitter, "decorrelated": retry.DecorrelatedJitter,
+		"none": retry.NoJitter, "band:0.3": retry.BandJitter(0.3), "band:0": retry.BandJitter(0), "band:1": retry.BandJitter(1),
+	} {
+		cfg, err := retryconfig.Parse([]byte(`{"policies": {"p": {"jitter": "` + name + `"}}}`))
+		require.NoError(t, err, name)
+		assert.Equal(t, want, cfg.Policy("p").Jitter, name)
+	}
+}
+
+func TestParseNoDefault(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.Parse([]byte(`{"policies": {"feed": {"maxAttempts": 6}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, retry.Policy{}, cfg.Policy("payments"), "no default: the zero Policy")
+	var nilCfg *retryconfig.Config
+	assert.Equal(t, retry.Policy{}, nilCfg.Policy("payments"))
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, doc, want string
+		policy          bool // matches retry.ErrInvalidPolicy
+	}{
+		{"string without unit", `{"policies": {"payments": {"maxBackoff": "5"}}}`,
+			`policies.payments.maxBackoff: "5" has no unit`, true},
+		{"bare number", `{"policies": {"payments": {"maxBackoff": 5}}}`,
+			`policies.payments.maxBackoff: 5 is a bare number: write a duration with a unit`, true},
+		{"negative duration", `{"policies": {"p": {"baseBackoff": "-1s"}}}`, `policies.p.baseBackoff: "-1s" is negative`, true},
+		{"not a duration", `{"policies": {"p": {"maxElapsed": "soon"}}}`, `policies.p.maxElapsed: "soon" is not a duration`, true},
+		{"unknown policy field", `{"policies": {"p": {"maxAttempt": 3}}}`, `policies.p.maxAttempt: unknown field`, true},
+		{"unknown top field", `{"policys": {}}`, `policys: unknown field`, false},
+		{"zero attempts", `{"policies": {"p": {"maxAttempts": 0}}}`, `policies.p.maxAttempts: 0 is not allowed`, true},
+		{"fractional attempts", `{"policies": {"p": {"maxAttempts": 1.5}}}`, `policies.p.maxAttempts: 1.5 is not a whole number`, true},
+		{"string attempts", `{"policies": {"p": {"maxAttempts": "3"}}}`, `policies.p.maxAttempts: "3" is not a number`, true},
+		{"unbounded without elapsed", `{"policies": {"p": {"maxAttempts": -1}}}`, `policies.p.maxAttempts: -1 (no limit) needs maxElapsed`, true},
+		{"factor below 1", `{"policies": {"p": {"factor": 0.5}}}`, `policies.p.factor: 0.5 is below 1`, true},
+		{"max below base", `{"policies": {"p": {"baseBackoff": "2s", "maxBackoff": "1s"}}}`, `policies.p.maxBackoff: 1s is below baseBackoff 2s`, true},
+		{"unknown jitter", `{"policies": {"p": {"jitter": "random"}}}`, `policies.p.jitter: "random" is not a jitter`, true},
+		{"band out of range", `{"policies": {"p": {"jitter": "band:1.5"}}}`, `policies.p.jitter: "band:1.5": the spread`, true},
+		{"bad status", `{"policies": {"p": {"retryableStatusCodes": [503, 42]}}}`, `policies.p.retryableStatusCodes: [1]: 42 is not an HTTP status`, true},
+		{"bad code name", `{"policies": {"p": {"retryableStatusCodes": ["unavailable"]}}}`, `policies.p.retryableStatusCodes: [0]: "unavailable" is not a gRPC code name`, true},
+		{"empty codes", `{"policies": {"p": {"retryableStatusCodes": []}}}`, `policies.p.retryableStatusCodes: the list is empty`, true},
+		{"missing budget", `{"policies": {"p": {"budget": "payments"}}}`, `policies.p.budget: "payments" is not a member of budgets`, true},
+		{"bad budget", `{"budgets": {"b": {"maxTokens": -1}}, "policies": {}}`, `budgets.b: maxTokens -1 is not a positive finite number`, false},
+		{"unknown budget field", `{"budgets": {"b": {"tokens": 1}}}`, `budgets.b.tokens: unknown field`, false},
+		{"bad hedging", `{"policies": {"p": {"hedging": {"maxAttempts": 1}}}}`, `policies.p.hedging: maxAttempts: 1 must be above 1`, true},
+		{"empty name", `{"policies": {"": {}}}`, `policies: a policy needs a name`, false},
+		{"duplicate key", `{"policies": {"p": {}, "p": {}}}`, `policies: "p" appears twice`, false},
+		{"not an object", `[]`, `[] is not an object`, false},
+		{"policy not an object", `{"policies": {"p": 3}}`, `policies.p: 3 is not an object`, true},
+		{"syntax", `{"policies": {`, `not valid JSON`, false},
+		{"trailing data", `{} {}`, `not valid JSON: data after the value at byte 3`, false},
+		{"empty", ``, `not valid JSON`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := retryconfig.Parse([]byte(tt.doc))
+			require.Error(t, err)
+			assert.Nil(t, cfg)
+			assert.ErrorContains(t, err, tt.want)
+			assert.Equal(t, tt.policy, errorsIs(err, retry.ErrInvalidPolicy), "errors.Is(err, ErrInvalidPolicy)")
+		})
+	}
+}
+
+// TestParseRejectsWhole checks that one bad policy rejects the others, and
+// that the error names every problem.
+func TestParseRejectsWhole(t *testing.T) {
+	t.Parallel()
+	_, err := retryconfig.Parse([]byte(`{"policies": {
+		"good": {"maxAttempts": 2},
+		"a": {"maxBackoff": "5"},
+		"b": {"jiter": "full"}}}`))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `policies.a.maxBackoff: "5" has no unit`)
+	assert.ErrorContains(t, err, `policies.b.jiter: unknown field`)
+}
+
+func TestParseBoundsErrors(t *testing.T) {
+	t.Parallel()
+	doc := []byte(`{"policies": {`)
+	for i := range 50 {
+		doc = append(doc, []byte(`"p`+string(rune('a'+i%26))+string(rune('a'+i/26))+`": {"maxAttempts": 0},`)...)
+	}
+	doc = append(doc, []byte(`"z": {}}}`)...)
+	_, err := retryconfig.Parse(doc)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "and 40 more")
+}
