@@ -1,6 +1,7 @@
 package retryhttp
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/clocks"
 )
 
 // What the Logger gets: the method; the request's route (WithRoute) or else
@@ -26,7 +28,10 @@ import (
 
 // logRetry logs attempt n, which failed for reason and is retried after wait.
 func (c *call) logRetry(n int, reason string, wait time.Duration) {
-	c.log(slog.LevelInfo, "retryhttp: retrying request", n, slog.String("reason", reason), slog.Duration("wait", wait))
+	if c.t.Logger != nil && c.t.sampler.nExhausted.Load() > 0 && c.t.sampler.budgetRecovered(c.origin()) {
+		c.logTransition(slog.LevelInfo, "retryhttp: retry budget recovered")
+	}
+	c.log(slog.LevelInfo, "retryhttp: retrying request", n, reason, slog.String("reason", reason), slog.Duration("wait", wait))
 }
 
 // logGiveUp logs the end of a request that Do ended with an error: attempts
@@ -38,28 +43,50 @@ func (c *call) logGiveUp(tr retry.Trace) {
 	if c.req.Context().Err() != nil {
 		level = slog.LevelInfo // the caller's choice, not a failure
 	}
-	c.log(level, "retryhttp: giving up", tr.Attempts(),
+	if tr.Stop() == retry.StopBudget && c.t.Logger != nil && c.t.sampler.budgetExhausted(c.origin()) {
+		c.logTransition(slog.LevelWarn, "retryhttp: retry budget exhausted")
+	}
+	c.log(level, "retryhttp: giving up", tr.Attempts(), tr.Last().Reason,
 		slog.String("stop", tr.Stop().String()), slog.String("reason", tr.Last().Reason))
 }
 
 func (c *call) logRefreshFailed(err error) {
-	c.log(slog.LevelWarn, "retryhttp: credential refresh failed", c.n, slog.String("reason", refreshReason(err)))
+	reason := refreshReason(err)
+	c.log(slog.LevelWarn, "retryhttp: credential refresh failed", c.n, reason, slog.String("reason", reason))
 }
 
 func (c *call) logRefreshSkipped() {
-	c.log(slog.LevelInfo, "retryhttp: credential refresh skipped: too soon after the last one", c.n)
+	c.log(slog.LevelInfo, "retryhttp: credential refresh skipped: too soon after the last one", c.n, "")
 }
 
 func (c *call) logRefreshTimedOut() {
-	c.log(slog.LevelWarn, "retryhttp: credential refresh did not finish in time", c.n)
+	c.log(slog.LevelWarn, "retryhttp: credential refresh did not finish in time", c.n, "")
+}
+
+// logTransition writes, unsampled, a line about the request's origin that
+// a summary could hide: a change of state, written once.
+func (c *call) logTransition(level slog.Level, msg string) {
+	if l := c.t.Logger; l.Enabled(context.Background(), level) {
+		l.LogAttrs(context.Background(), level, msg, slog.String("origin", c.origin()))
+	}
 }
 
 // log writes one line about the request and its attempt n, if the Logger
-// wants it.
-func (c *call) log(level slog.Level, msg string, n int, more ...slog.Attr) {
+// wants it and the Transport's LogSampling lets it through. reason is the
+// line's fixed reason text, for the summary of the lines it suppresses.
+func (c *call) log(level slog.Level, msg string, n int, reason string, more ...slog.Attr) {
 	l := c.t.Logger
 	if l == nil || !l.Enabled(c.req.Context(), level) {
 		return
+	}
+	if !c.t.LogSampling.Off {
+		pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), msg, c.status}, clocks.Now(c.clk), level, reason, n)
+		for _, m := range due {
+			m.write(l)
+		}
+		if !pass {
+			return
+		}
 	}
 	attrs := make([]slog.Attr, 0, 6+len(more))
 	attrs = append(attrs, slog.String("method", c.req.Method))

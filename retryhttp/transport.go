@@ -101,6 +101,11 @@ type Transport struct {
 	// Transport gives up [none]. See the package doc for what it logs.
 	Logger *slog.Logger
 
+	// LogSampling thins out the Logger's lines while an origin keeps
+	// failing [the first 5 lines of each streak, then one summary a
+	// minute]. Set Off to write every line. See [LogSampling].
+	LogSampling LogSampling
+
 	// Hedger, if set, hedges reads (GET, HEAD, OPTIONS): when no attempt
 	// has answered for the Hedger's delay, another copy is sent, and the
 	// first answer that is not a failure wins; the others are canceled,
@@ -140,8 +145,9 @@ type Transport struct {
 	// itself reaches the caller after RoundTrip has closed the response.
 	OnDone func(ctx context.Context, s Summary)
 
-	auth origins   // credential state, per origin
-	held holds.Set // hosts that asked to be held back, per origin
+	auth    origins    // credential state, per origin
+	held    holds.Set  // hosts that asked to be held back, per origin
+	sampler logSampler // the Logger's groups of similar lines
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over

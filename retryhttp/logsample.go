@@ -1,0 +1,245 @@
+package retryhttp
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LogSampling says how a [Transport] thins out its Logger's lines while a
+// host keeps failing, so that an outage does not bury the service's own
+// logs under thousands of identical retry lines.
+//
+// Lines are grouped by origin (scheme, host and port) and failure class:
+// the kind of line ("retrying request", "giving up", a credential refresh
+// line) and the attempt's status, or no status when the attempt had no
+// response. A streak of one group is its lines with less than Window
+// between each and the next. The first First lines of a streak are written
+// as they come; after them, each Window gets one line at most, at the
+// first line of the group after the Window ends (or at the first line of
+// any group, for a group that went quiet): "retryhttp: suppressed N
+// similar retry events", with the origin, the class, the count, the times
+// of the first and last suppressed line, the last one's reason and the
+// highest attempt among them. The count is exact: every line is either
+// written or counted in exactly one summary, and a summary is written once
+// the Transport logs anything after its Window has ended.
+//
+// The zero LogSampling samples with the defaults: First 5, Window 1m. A
+// First or Window of 0 or less means its default. Up to 256 groups are
+// tracked at a time; lines of further groups share one group whose origin
+// is "(other)". Time is read from the request's Policy.Clock when it has
+// one. The transitions a summary could hide are written once each,
+// unsampled: "retryhttp: retry budget exhausted" when a request to an
+// origin first gives up for its Budget, and "retryhttp: retry budget
+// recovered" when a request to that origin is next allowed a retry.
+type LogSampling struct {
+	// Off writes every line, unsampled [false].
+	Off bool
+
+	// First is how many lines of a streak are written before lines are
+	// suppressed [5].
+	First int
+
+	// Window is how often a summary of the suppressed lines is written,
+	// and how long a group must be quiet for its streak to end [1m].
+	Window time.Duration
+}
+
+const (
+	defaultLogFirst  = 5
+	defaultLogWindow = time.Minute
+	maxLogKeys       = 256
+	overflowOrigin   = "(other)"
+)
+
+func (s LogSampling) first() int {
+	if s.First <= 0 {
+		return defaultLogFirst
+	}
+	return s.First
+}
+
+func (s LogSampling) window() time.Duration {
+	if s.Window <= 0 {
+		return defaultLogWindow
+	}
+	return s.Window
+}
+
+// sampleKey is a group of similar lines: origin and failure class. Its
+// strings are the request's origin and a constant message, so a lookup
+// neither builds nor copies a string.
+type sampleKey struct {
+	origin string
+	msg    string
+	status int
+}
+
+// sampleState is one group's streak and the lines it suppressed in the
+// current window.
+type sampleState struct {
+	passed int       // lines of the streak written
+	seen   time.Time // the latest line, written or not
+
+	n          int // lines suppressed in this window
+	first      time.Time
+	last       time.Time
+	reason     string
+	maxAttempt int
+	level      slog.Level
+}
+
+// logSampler holds a Transport's groups. Its zero value is ready.
+type logSampler struct {
+	mu        sync.Mutex
+	keys      map[sampleKey]*sampleState
+	nextSweep time.Time
+
+	// exhausted holds the origins whose Budget refused a retry and that
+	// have not been allowed one since: their transitions are logged once.
+	exhausted  map[string]struct{}
+	nExhausted atomic.Int32 // len(exhausted), read without the lock
+}
+
+// summary is what one "suppressed N similar retry events" line says.
+type summary struct {
+	key        sampleKey
+	level      slog.Level
+	n          int
+	first      time.Time
+	last       time.Time
+	reason     string
+	maxAttempt int
+}
+
+// admit reports whether a line of group k, at now, is written, and returns
+// the summaries that are due, to be written before it. It allocates only
+// when a group is new or a summary is due.
+func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level slog.Level, reason string, attempt int) (bool, []summary) {
+	window := cfg.window()
+	var due []summary
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[sampleKey]*sampleState)
+	}
+	if !now.Before(s.nextSweep) {
+		due = s.sweep(now, window)
+	}
+	st := s.keys[k]
+	if st == nil {
+		if len(s.keys) >= maxLogKeys {
+			k = sampleKey{origin: overflowOrigin}
+			st = s.keys[k]
+		}
+		if st == nil {
+			st = &sampleState{}
+			s.keys[k] = st
+		}
+	} else if now.Sub(st.seen) >= window { // quiet for a window: a new streak
+		due = st.flush(k, due)
+		st.passed = 0
+	}
+	if st.n > 0 && now.Sub(st.first) >= window {
+		due = st.flush(k, due)
+	}
+	st.seen = now
+	if st.passed < cfg.first() {
+		st.passed++
+		return true, due
+	}
+	if st.n == 0 {
+		st.first, st.level, st.maxAttempt = now, level, attempt
+	}
+	st.n++
+	st.last, st.reason = now, reason
+	st.level = max(st.level, level)
+	st.maxAttempt = max(st.maxAttempt, attempt)
+	return false, due
+}
+
+// sweep writes the summaries of groups whose window has ended and forgets
+// the groups that went quiet, so that a group that stops failing still has
+// its count written and the map stays small. It runs once per window.
+func (s *logSampler) sweep(now time.Time, window time.Duration) []summary {
+	var due []summary
+	for k, st := range s.keys {
+		if st.n > 0 && now.Sub(st.first) >= window {
+			due = st.flush(k, due)
+		}
+		if st.n == 0 && now.Sub(st.seen) >= window {
+			delete(s.keys, k)
+		}
+	}
+	s.nextSweep = now.Add(window)
+	return due
+}
+
+// flush appends st's summary, if it suppressed anything, and starts a new
+// window.
+func (st *sampleState) flush(k sampleKey, due []summary) []summary {
+	if st.n == 0 {
+		return due
+	}
+	due = append(due, summary{key: k, level: st.level, n: st.n, first: st.first, last: st.last, reason: st.reason, maxAttempt: st.maxAttempt})
+	st.n, st.reason, st.maxAttempt = 0, "", 0
+	return due
+}
+
+// budgetExhausted reports whether origin's Budget was not already known to
+// be exhausted, and marks it so.
+func (s *logSampler) budgetExhausted(origin string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.exhausted[origin]; ok {
+		return false
+	}
+	if s.exhausted == nil {
+		s.exhausted = make(map[string]struct{})
+	}
+	if len(s.exhausted) >= maxLogKeys {
+		return false // untracked: its give-ups are still sampled
+	}
+	s.exhausted[origin] = struct{}{}
+	s.nExhausted.Add(1)
+	return true
+}
+
+// budgetRecovered reports whether origin's Budget was known to be
+// exhausted, and clears that.
+func (s *logSampler) budgetRecovered(origin string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.exhausted[origin]; !ok {
+		return false
+	}
+	delete(s.exhausted, origin)
+	s.nExhausted.Add(-1)
+	return true
+}
+
+// write logs the summary. It says only the origin, the class, counts,
+// times, the reason (a fixed text) and an attempt number: never a URL,
+// route or key of one request, for it stands for many.
+func (m summary) write(l *slog.Logger) {
+	attrs := []slog.Attr{
+		slog.String("origin", m.key.origin),
+		slog.String("event", m.key.msg),
+	}
+	if m.key.status != 0 {
+		attrs = append(attrs, slog.Int("status", m.key.status))
+	}
+	attrs = append(attrs,
+		slog.Int("suppressed", m.n),
+		slog.Time("first", m.first),
+		slog.Time("last", m.last),
+		slog.String("last_reason", m.reason),
+		slog.Int("max_attempt", m.maxAttempt),
+	)
+	// Background: the summary belongs to many requests, not to the one
+	// whose line happened to make it due.
+	l.LogAttrs(context.Background(), m.level, "retryhttp: suppressed "+strconv.Itoa(m.n)+" similar retry events", attrs...)
+}
