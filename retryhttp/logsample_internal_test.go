@@ -1,0 +1,249 @@
+package retryhttp
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// lineCounter drives a sampler and counts the lines it would write, per
+// minute since t0, and every event a written line or a summary stands for.
+type lineCounter struct {
+	s        logSampler
+	cfg      LogSampling
+	perMin   map[int]int
+	events   int // events admitted
+	covered  int // events written or counted in a summary
+	sums     []summary
+	maxAtt   int
+	lastSeen string
+}
+
+func newLineCounter(cfg LogSampling) *lineCounter {
+	return &lineCounter{cfg: cfg, perMin: map[int]int{}}
+}
+
+func (lc *lineCounter) event(k sampleKey, now time.Time, reason string, attempt int) {
+	lc.events++
+	pass, due := lc.s.admit(lc.cfg, k, now, slog.LevelInfo, reason, attempt)
+	m := int(now.Sub(t0) / time.Minute)
+	for _, d := range due {
+		lc.perMin[m]++
+		lc.covered += d.n
+		lc.sums = append(lc.sums, d)
+	}
+	if pass {
+		lc.perMin[m]++
+		lc.covered++
+	}
+}
+
+// The proof: 10,000 failing requests a second for 60s against one origin,
+// each logging three retries and a give-up, write at most 20 lines in the
+// first minute and at most 12 in each minute after, and every event is
+// written or counted once.
+func TestLogSamplingOutage(t *testing.T) {
+	t.Parallel()
+	lc := newLineCounter(LogSampling{})
+	retrying := sampleKey{"https://api.example", "retryhttp: retrying request", 503}
+	givingUp := sampleKey{"https://api.example", "retryhttp: giving up", 503}
+	const perSecond, seconds = 10_000, 60
+	for i := range perSecond * seconds {
+		now := t0.Add(time.Duration(i) * time.Second / perSecond)
+		for a := 1; a <= 3; a++ {
+			lc.event(retrying, now, "503 Service Unavailable", a)
+		}
+		lc.event(givingUp, now, "503 Service Unavailable", 4)
+	}
+	// The outage goes on at one request a second for three more minutes.
+	for now := t0.Add(seconds * time.Second); now.Before(t0.Add(4 * time.Minute)); now = now.Add(time.Second) {
+		lc.event(retrying, now, "connection refused", 2)
+		lc.event(givingUp, now, "connection refused", 4)
+	}
+	// Another origin's line, a window later, writes what is still due.
+	lc.event(sampleKey{"https://other.example", "retryhttp: retrying request", 503}, t0.Add(6*time.Minute), "503 Service Unavailable", 1)
+
+	assert.LessOrEqual(t, lc.perMin[0], 20, "lines in the first minute")
+	for m := 1; m < 4; m++ {
+		assert.LessOrEqual(t, lc.perMin[m], 12, "lines in minute %d", m+1)
+		assert.Positive(t, lc.perMin[m], "a summary in minute %d", m+1)
+	}
+	assert.Equal(t, lc.events, lc.covered, "every event is written or counted exactly once")
+	var retries []summary
+	for _, m := range lc.sums {
+		if m.key == retrying {
+			retries = append(retries, m)
+		}
+	}
+	require.Len(t, retries, 4, "one retry summary a minute")
+	first := retries[0]
+	// The window starts at the first suppressed line, the second request's
+	// third attempt, so the first summary has the outage's suppressed
+	// retries and the first of the slower ones, at 60s.
+	assert.Equal(t, t0.Add(time.Second/perSecond), first.first)
+	assert.Equal(t, 3*perSecond*seconds-5+1, first.n)
+	assert.Equal(t, t0.Add(seconds*time.Second), first.last)
+	assert.Equal(t, 3, first.maxAttempt)
+	assert.Equal(t, "connection refused", retries[3].reason)
+	assert.Equal(t, 2, retries[3].maxAttempt)
+}
+
+// A streak ends when its group is quiet for a window: what it suppressed
+// is summed up, and the next First lines are written again.
+func TestLogSamplingNewStreakAfterQuiet(t *testing.T) {
+	t.Parallel()
+	lc := newLineCounter(LogSampling{First: 2, Window: 10 * time.Second})
+	k := sampleKey{"https://api.example", "retryhttp: retrying request", 0}
+	for i := range 5 {
+		lc.event(k, t0.Add(time.Duration(i)*time.Second), "timeout", i+1)
+	}
+	require.Equal(t, 2, lc.covered, "2 written, 3 suppressed")
+	lc.event(k, t0.Add(time.Minute), "connection refused", 1)
+	lc.event(k, t0.Add(time.Minute+time.Second), "connection refused", 1)
+	require.Len(t, lc.sums, 1)
+	assert.Equal(t, summary{key: k, level: slog.LevelInfo, n: 3, first: t0.Add(2 * time.Second), last: t0.Add(4 * time.Second), reason: "timeout", maxAttempt: 5}, lc.sums[0])
+	assert.Equal(t, lc.events, lc.covered, "both lines of the new streak are written")
+}
+
+// Off writes every line.
+func TestLogSamplingOff(t *testing.T) {
+	t.Parallel()
+	var lines int
+	h := slog.NewTextHandler(io.Discard, nil)
+	tr := &Transport{Logger: slog.New(countHandler{h, &lines}), LogSampling: LogSampling{Off: true}}
+	req, err := http.NewRequest(http.MethodGet, "https://api.example/x", nil)
+	require.NoError(t, err)
+	c := tr.newCall(req, options{})
+	c.status = 503
+	for range 100 {
+		c.logRetry(1, "503 Service Unavailable", time.Second)
+	}
+	assert.Equal(t, 100, lines)
+}
+
+// However many origins fail, the sampler tracks a bounded number of
+// groups; the lines of the rest share one, and none is lost.
+func TestLogSamplingBoundedKeys(t *testing.T) {
+	t.Parallel()
+	lc := newLineCounter(LogSampling{})
+	for i := range 10 * maxLogKeys {
+		k := sampleKey{"https://h" + string(rune('a'+i%26)) + time.Duration(i).String() + ".example", "retryhttp: retrying request", 503}
+		for range 3 {
+			lc.event(k, t0.Add(time.Duration(i)*time.Millisecond), "503 Service Unavailable", 1)
+		}
+	}
+	assert.LessOrEqual(t, len(lc.s.keys), maxLogKeys+1)
+	lc.event(sampleKey{origin: "https://late.example"}, t0.Add(time.Hour), "", 1)
+	var overflow int
+	for _, m := range lc.sums {
+		if m.key.origin == overflowOrigin {
+			overflow += m.n
+		}
+	}
+	assert.Positive(t, overflow, "the overflow group sums up its lines")
+	assert.Equal(t, lc.events, lc.covered)
+	assert.LessOrEqual(t, len(lc.s.keys), 2, "quiet groups are forgotten")
+}
+
+// The count in the summary is exact when lines come from many goroutines.
+func TestLogSamplingExactUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	var s logSampler
+	k := sampleKey{"https://api.example", "retryhttp: giving up", 503}
+	var mu sync.Mutex
+	var written, counted int
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				// Times spread over three windows, out of order across goroutines.
+				now := t0.Add(time.Duration(g*500+i) * 10 * time.Millisecond)
+				pass, due := s.admit(LogSampling{}, k, now, slog.LevelWarn, "503 Service Unavailable", 1)
+				mu.Lock()
+				if pass {
+					written++
+				}
+				for _, d := range due {
+					counted += d.n
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	_, due := s.admit(LogSampling{}, sampleKey{origin: "https://other.example"}, t0.Add(time.Hour), slog.LevelInfo, "", 1)
+	for _, d := range due {
+		counted += d.n
+	}
+	assert.Equal(t, 32*500, written+counted)
+}
+
+// A suppressed line allocates nothing, all the way from the Transport's
+// log call.
+func TestSuppressedLineDoesNotAllocate(t *testing.T) {
+	c := suppressingCall(t)
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.logRetry(3, "503 Service Unavailable", time.Second)
+	})
+	assert.Zero(t, allocs)
+}
+
+// suppressingCall returns a call whose retry lines are all suppressed from
+// now on.
+func suppressingCall(tb testing.TB) *call {
+	tb.Helper()
+	var lines int
+	tr := &Transport{Logger: slog.New(countHandler{slog.NewTextHandler(io.Discard, nil), &lines})}
+	req, err := http.NewRequest(http.MethodGet, "https://api.example/x", nil)
+	require.NoError(tb, err)
+	c := tr.newCall(req, options{})
+	c.status = 503
+	for range 10 {
+		c.logRetry(3, "503 Service Unavailable", time.Second)
+	}
+	require.Equal(tb, defaultLogFirst, lines)
+	return c
+}
+
+// BenchmarkSuppressedLine is the cost of a retry line that the sampler
+// suppresses, from the Transport's log call.
+func BenchmarkSuppressedLine(b *testing.B) {
+	c := suppressingCall(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.logRetry(3, "503 Service Unavailable", time.Second)
+	}
+}
+
+// BenchmarkSamplerAdmit is the sampler's own part of that cost.
+func BenchmarkSamplerAdmit(b *testing.B) {
+	var s logSampler
+	k := sampleKey{"https://api.example", "retryhttp: retrying request", 503}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.admit(LogSampling{}, k, now, slog.LevelInfo, "503 Service Unavailable", 2)
+	}
+}
+
+// countHandler counts the records that reach it.
+type countHandler struct {
+	slog.Handler
+	n *int
+}
+
+func (h countHandler) Handle(ctx context.Context, r slog.Record) error {
+	*h.n++
+	return h.Handler.Handle(ctx, r)
+}
