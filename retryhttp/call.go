@@ -179,7 +179,7 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 // the response is the caller's, unread.
 func (c *call) onRetry(next func(context.Context, retry.Attempt, time.Duration)) func(context.Context, retry.Attempt, time.Duration) {
 	return func(ctx context.Context, failed retry.Attempt, wait time.Duration) {
-		c.logRetry(failed.Number, failed.Reason, wait)
+		c.logRetried(&failed, wait)
 		if next != nil {
 			next(ctx, failed, wait)
 		}

@@ -26,12 +26,47 @@ import (
 // of one request, and of one process, match, and the key cannot be guessed
 // back from its hash however few values it may take.
 
+// The kinds of line the Transport writes: with the status, the failure
+// class that LogSampling groups lines by.
+type logKind uint8
+
+const (
+	logRetrying logKind = iota
+	logGivingUp
+	logRefreshFailed
+	logRefreshSkipped
+	logRefreshTimedOut
+)
+
+var logMessages = [...]string{
+	logRetrying:        "retryhttp: retrying request",
+	logGivingUp:        "retryhttp: giving up",
+	logRefreshFailed:   "retryhttp: credential refresh failed",
+	logRefreshSkipped:  "retryhttp: credential refresh skipped: too soon after the last one",
+	logRefreshTimedOut: "retryhttp: credential refresh did not finish in time",
+}
+
+func (k logKind) String() string { return logMessages[k] }
+
+// logRetried logs the failed attempt that is retried after wait. The
+// attempt's end, on the Policy's clock, is the line's time, so that most
+// lines cost the sampler no clock read.
+func (c *call) logRetried(failed *retry.Attempt, wait time.Duration) {
+	c.logRetryAt(failed.Number, failed.Reason, wait, attemptEnd(failed))
+}
+
 // logRetry logs attempt n, which failed for reason and is retried after wait.
 func (c *call) logRetry(n int, reason string, wait time.Duration) {
+	c.logRetryAt(n, reason, wait, time.Time{})
+}
+
+func (c *call) logRetryAt(n int, reason string, wait time.Duration, at time.Time) {
 	if c.t.Logger != nil && c.t.sampler.nExhausted.Load() > 0 && c.t.sampler.budgetRecovered(c.origin()) {
 		c.logTransition(slog.LevelInfo, "retryhttp: retry budget recovered")
 	}
-	c.log(slog.LevelInfo, "retryhttp: retrying request", n, reason, slog.String("reason", reason), slog.Duration("wait", wait))
+	if l := c.sample(slog.LevelInfo, logRetrying, n, reason, at); l != nil {
+		c.write(l, slog.LevelInfo, logRetrying, n, slog.String("reason", reason), slog.Duration("wait", wait))
+	}
 }
 
 // logGiveUp logs the end of a request that Do ended with an error: attempts
@@ -46,21 +81,32 @@ func (c *call) logGiveUp(tr retry.Trace) {
 	if tr.Stop() == retry.StopBudget && c.t.Logger != nil && c.t.sampler.budgetExhausted(c.origin()) {
 		c.logTransition(slog.LevelWarn, "retryhttp: retry budget exhausted")
 	}
-	c.log(level, "retryhttp: giving up", tr.Attempts(), tr.Last().Reason,
-		slog.String("stop", tr.Stop().String()), slog.String("reason", tr.Last().Reason))
+	last := tr.Last()
+	if l := c.sample(level, logGivingUp, tr.Attempts(), last.Reason, attemptEnd(&last)); l != nil {
+		c.write(l, level, logGivingUp, tr.Attempts(), slog.String("stop", tr.Stop().String()), slog.String("reason", last.Reason))
+	}
 }
 
 func (c *call) logRefreshFailed(err error) {
 	reason := refreshReason(err)
-	c.log(slog.LevelWarn, "retryhttp: credential refresh failed", c.n, reason, slog.String("reason", reason))
+	c.log(slog.LevelWarn, logRefreshFailed, c.n, reason, slog.String("reason", reason))
 }
 
 func (c *call) logRefreshSkipped() {
-	c.log(slog.LevelInfo, "retryhttp: credential refresh skipped: too soon after the last one", c.n, "")
+	c.log(slog.LevelInfo, logRefreshSkipped, c.n, "")
 }
 
 func (c *call) logRefreshTimedOut() {
-	c.log(slog.LevelWarn, "retryhttp: credential refresh did not finish in time", c.n, "")
+	c.log(slog.LevelWarn, logRefreshTimedOut, c.n, "")
+}
+
+// attemptEnd is when a timed attempt ended; the zero time for an untimed
+// one (Do times a first attempt only when it must).
+func attemptEnd(a *retry.Attempt) time.Time {
+	if a.Start.IsZero() {
+		return time.Time{}
+	}
+	return a.Start.Add(a.Duration)
 }
 
 // logTransition writes, unsampled, a line about the request's origin that
@@ -71,23 +117,43 @@ func (c *call) logTransition(level slog.Level, msg string) {
 	}
 }
 
-// log writes one line about the request and its attempt n, if the Logger
-// wants it and the Transport's LogSampling lets it through. reason is the
-// line's fixed reason text, for the summary of the lines it suppresses.
-func (c *call) log(level slog.Level, msg string, n int, reason string, more ...slog.Attr) {
+// log writes one line of kind about the request and its attempt n, if the
+// Logger wants it and the Transport's LogSampling lets it through; reason
+// is the line's fixed reason text.
+func (c *call) log(level slog.Level, kind logKind, n int, reason string, more ...slog.Attr) {
+	if l := c.sample(level, kind, n, reason, time.Time{}); l != nil {
+		c.write(l, level, kind, n, more...)
+	}
+}
+
+// sample returns the Logger if it wants a line of kind at level and
+// LogSampling lets it through, after writing the summaries that are due;
+// else nil. reason is for the summary of the lines it suppresses; at is the
+// line's time, or zero to read the clock. A suppressed line costs no more
+// than this: the line's attributes are built only for a line written.
+func (c *call) sample(level slog.Level, kind logKind, n int, reason string, at time.Time) *slog.Logger {
 	l := c.t.Logger
 	if l == nil || !l.Enabled(c.req.Context(), level) {
-		return
+		return nil
 	}
-	if !c.t.LogSampling.Off {
-		pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), msg, c.status}, clocks.Now(c.clk), level, reason, n)
-		for _, m := range due {
-			m.write(l)
-		}
-		if !pass {
-			return
-		}
+	if c.t.LogSampling.Off {
+		return l
 	}
+	if at.IsZero() {
+		at = clocks.Now(c.clk)
+	}
+	pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), sampleClass(kind, c.status)}, at, level, reason, n)
+	for _, m := range due {
+		m.write(l)
+	}
+	if !pass {
+		return nil
+	}
+	return l
+}
+
+// write writes the line of kind about the request and its attempt n.
+func (c *call) write(l *slog.Logger, level slog.Level, kind logKind, n int, more ...slog.Attr) {
 	attrs := make([]slog.Attr, 0, 6+len(more))
 	attrs = append(attrs, slog.String("method", c.req.Method))
 	if c.opts.route != "" {
@@ -103,7 +169,7 @@ func (c *call) log(level slog.Level, msg string, n int, reason string, more ...s
 	if key := c.keyValue(); key != "" {
 		attrs = append(attrs, slog.String("idempotency_key", fingerprint(key)))
 	}
-	l.LogAttrs(c.req.Context(), level, msg, attrs...)
+	l.LogAttrs(c.req.Context(), level, kind.String(), attrs...)
 }
 
 func (c *call) keyValue() string {

@@ -69,14 +69,19 @@ func (s LogSampling) window() time.Duration {
 	return s.Window
 }
 
-// sampleKey is a group of similar lines: origin and failure class. Its
-// strings are the request's origin and a constant message, so a lookup
-// neither builds nor copies a string.
+// sampleKey is a group of similar lines: origin and failure class. A
+// lookup neither builds nor copies a string, and hashes one.
 type sampleKey struct {
 	origin string
-	msg    string
-	status int
+	class  int // sampleClass
 }
+
+// sampleClass is the failure class of a line of kind about an attempt
+// with status (0: no response).
+func sampleClass(kind logKind, status int) int { return int(kind)<<16 | status&0xffff }
+
+func (k sampleKey) kind() logKind { return logKind(k.class >> 16) }
+func (k sampleKey) status() int   { return k.class & 0xffff }
 
 // sampleState is one group's streak and the lines it suppressed in the
 // current window.
@@ -225,12 +230,12 @@ func (s *logSampler) budgetRecovered(origin string) bool {
 // times, the reason (a fixed text) and an attempt number: never a URL,
 // route or key of one request, for it stands for many.
 func (m summary) write(l *slog.Logger) {
-	attrs := []slog.Attr{
-		slog.String("origin", m.key.origin),
-		slog.String("event", m.key.msg),
-	}
-	if m.key.status != 0 {
-		attrs = append(attrs, slog.Int("status", m.key.status))
+	attrs := []slog.Attr{slog.String("origin", m.key.origin)}
+	if m.key.origin != overflowOrigin {
+		attrs = append(attrs, slog.String("event", m.key.kind().String()))
+		if s := m.key.status(); s != 0 {
+			attrs = append(attrs, slog.Int("status", s))
+		}
 	}
 	attrs = append(attrs,
 		slog.Int("suppressed", m.n),

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormguard/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,8 +55,8 @@ func (lc *lineCounter) event(k sampleKey, now time.Time, reason string, attempt 
 func TestLogSamplingOutage(t *testing.T) {
 	t.Parallel()
 	lc := newLineCounter(LogSampling{})
-	retrying := sampleKey{"https://api.example", "retryhttp: retrying request", 503}
-	givingUp := sampleKey{"https://api.example", "retryhttp: giving up", 503}
+	retrying := sampleKey{"https://api.example", sampleClass(logRetrying, 503)}
+	givingUp := sampleKey{"https://api.example", sampleClass(logGivingUp, 503)}
 	const perSecond, seconds = 10_000, 60
 	for i := range perSecond * seconds {
 		now := t0.Add(time.Duration(i) * time.Second / perSecond)
@@ -70,7 +71,7 @@ func TestLogSamplingOutage(t *testing.T) {
 		lc.event(givingUp, now, "connection refused", 4)
 	}
 	// Another origin's line, a window later, writes what is still due.
-	lc.event(sampleKey{"https://other.example", "retryhttp: retrying request", 503}, t0.Add(6*time.Minute), "503 Service Unavailable", 1)
+	lc.event(sampleKey{"https://other.example", sampleClass(logRetrying, 503)}, t0.Add(6*time.Minute), "503 Service Unavailable", 1)
 
 	assert.LessOrEqual(t, lc.perMin[0], 20, "lines in the first minute")
 	for m := 1; m < 4; m++ {
@@ -102,7 +103,7 @@ func TestLogSamplingOutage(t *testing.T) {
 func TestLogSamplingNewStreakAfterQuiet(t *testing.T) {
 	t.Parallel()
 	lc := newLineCounter(LogSampling{First: 2, Window: 10 * time.Second})
-	k := sampleKey{"https://api.example", "retryhttp: retrying request", 0}
+	k := sampleKey{"https://api.example", sampleClass(logRetrying, 0)}
 	for i := range 5 {
 		lc.event(k, t0.Add(time.Duration(i)*time.Second), "timeout", i+1)
 	}
@@ -136,7 +137,7 @@ func TestLogSamplingBoundedKeys(t *testing.T) {
 	t.Parallel()
 	lc := newLineCounter(LogSampling{})
 	for i := range 10 * maxLogKeys {
-		k := sampleKey{"https://h" + string(rune('a'+i%26)) + time.Duration(i).String() + ".example", "retryhttp: retrying request", 503}
+		k := sampleKey{"https://h" + string(rune('a'+i%26)) + time.Duration(i).String() + ".example", sampleClass(logRetrying, 503)}
 		for range 3 {
 			lc.event(k, t0.Add(time.Duration(i)*time.Millisecond), "503 Service Unavailable", 1)
 		}
@@ -158,7 +159,7 @@ func TestLogSamplingBoundedKeys(t *testing.T) {
 func TestLogSamplingExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	var s logSampler
-	k := sampleKey{"https://api.example", "retryhttp: giving up", 503}
+	k := sampleKey{"https://api.example", sampleClass(logGivingUp, 503)}
 	var mu sync.Mutex
 	var written, counted int
 	var wg sync.WaitGroup
@@ -190,13 +191,20 @@ func TestLogSamplingExactUnderConcurrency(t *testing.T) {
 }
 
 // A suppressed line allocates nothing, all the way from the Transport's
-// log call.
+// log call, whether it reads the clock or not.
 func TestSuppressedLineDoesNotAllocate(t *testing.T) {
 	c := suppressingCall(t)
-	allocs := testing.AllocsPerRun(1000, func() {
-		c.logRetry(3, "503 Service Unavailable", time.Second)
-	})
-	assert.Zero(t, allocs)
+	failed := timedAttempt()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { c.logRetried(&failed, time.Second) }), "a timed attempt")
+	failed.Start = time.Time{}
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { c.logRetried(&failed, time.Second) }), "an untimed first attempt")
+	tr := retry.Trace{}
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { c.logGiveUp(tr) }), "giving up")
+}
+
+// timedAttempt is a failed attempt as Do reports a retry's: timed.
+func timedAttempt() retry.Attempt {
+	return retry.Attempt{Number: 3, Start: time.Now(), Duration: time.Millisecond, Reason: "503 Service Unavailable"}
 }
 
 // suppressingCall returns a call whose retry lines are all suppressed from
@@ -211,25 +219,40 @@ func suppressingCall(tb testing.TB) *call {
 	c.status = 503
 	for range 10 {
 		c.logRetry(3, "503 Service Unavailable", time.Second)
+		c.logGiveUp(retry.Trace{})
 	}
-	require.Equal(tb, defaultLogFirst, lines)
+	require.Equal(tb, 2*defaultLogFirst, lines)
 	return c
 }
 
 // BenchmarkSuppressedLine is the cost of a retry line that the sampler
-// suppresses, from the Transport's log call.
+// suppresses, from the Transport's log call: for a retried attempt that Do
+// timed (every attempt after the first), and for an untimed first attempt,
+// which costs a clock read.
 func BenchmarkSuppressedLine(b *testing.B) {
-	c := suppressingCall(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		c.logRetry(3, "503 Service Unavailable", time.Second)
-	}
+	b.Run("timed", func(b *testing.B) {
+		c := suppressingCall(b)
+		failed := timedAttempt()
+		b.ReportAllocs()
+		for b.Loop() {
+			c.logRetried(&failed, time.Second)
+		}
+	})
+	b.Run("untimed", func(b *testing.B) {
+		c := suppressingCall(b)
+		failed := timedAttempt()
+		failed.Start = time.Time{}
+		b.ReportAllocs()
+		for b.Loop() {
+			c.logRetried(&failed, time.Second)
+		}
+	})
 }
 
 // BenchmarkSamplerAdmit is the sampler's own part of that cost.
 func BenchmarkSamplerAdmit(b *testing.B) {
 	var s logSampler
-	k := sampleKey{"https://api.example", "retryhttp: retrying request", 503}
+	k := sampleKey{"https://api.example", sampleClass(logRetrying, 503)}
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,0 +1,215 @@
+package retryhttp_test
+
+import (
+	"bytes"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retryhttp"
+	"github.com/stormguard/retry/retrytest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// linesWith returns the lines of out that contain s.
+func linesWith(out, s string) []string {
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, s) {
+			got = append(got, line)
+		}
+	}
+	return got
+}
+
+var suppressedN = regexp.MustCompile(`\bsuppressed=(\d+)\b`)
+
+// suppressedCount sums the counts of the summaries in lines.
+func suppressedCount(t *testing.T, lines []string) int {
+	t.Helper()
+	var n int
+	for _, line := range lines {
+		m := suppressedN.FindStringSubmatch(line)
+		require.NotNil(t, m, line)
+		v, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		n += v
+	}
+	return n
+}
+
+// Through a Transport on a fake clock, an origin that keeps failing gets
+// the first 5 lines of each class, then a summary once the window has
+// passed; the summary names the origin, not the request, and holds no
+// secret.
+func TestLogSamplingThroughTransport(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, status(503, "Set-Cookie", "sid=secret-set-cookie"))
+	clk := retrytest.NewClock()
+	var buf bytes.Buffer
+	c := srv.client(&retryhttp.Transport{Policy: fakePolicy(clk), Logger: logged(&buf)})
+	for range 10 { // 30 retry lines and 10 give-ups, within 15s
+		require.NoError(t, do(t, c, clk, secretRequest(t, srv.URL)).err)
+	}
+	out := buf.String()
+	assert.Len(t, linesWith(out, `msg="retryhttp: retrying request"`), 5, out)
+	assert.Len(t, linesWith(out, `msg="retryhttp: giving up"`), 5, out)
+	assert.Empty(t, linesWith(out, "suppressed"), "no summary before the window ends")
+
+	clk.Add(time.Minute)
+	require.NoError(t, do(t, c, clk, secretRequest(t, srv.URL)).err)
+	out = buf.String()
+	assert.NotContains(t, out, "secret")
+	sums := linesWith(out, "suppressed")
+	require.Len(t, sums, 2, out)
+	retries, giveUps := sums[0], sums[1]
+	if strings.Contains(retries, "giving up") { // a sweep writes them in any order
+		retries, giveUps = giveUps, retries
+	}
+	for _, line := range sums {
+		assert.Contains(t, line, "origin="+srv.URL+" ")
+		assert.NotContains(t, line, "/orders", "a summary stands for many requests: no URL")
+		assert.NotContains(t, line, "idempotency_key")
+		assert.Contains(t, line, "status=503")
+		assert.Contains(t, line, `last_reason="503 Service Unavailable"`)
+		assert.Regexp(t, `first=\S+ last=\S+`, line)
+	}
+	assert.Contains(t, retries, `msg="retryhttp: suppressed 25 similar retry events"`)
+	assert.Contains(t, retries, `event="retryhttp: retrying request"`)
+	assert.Contains(t, retries, "level=INFO")
+	assert.Contains(t, retries, "suppressed=25 ")
+	assert.Contains(t, retries, "max_attempt=3")
+	assert.Contains(t, giveUps, `msg="retryhttp: suppressed 5 similar retry events"`)
+	assert.Contains(t, giveUps, `event="retryhttp: giving up"`)
+	assert.Contains(t, giveUps, "level=WARN")
+	assert.Contains(t, giveUps, "max_attempt=4")
+	// The quiet minute ended the streak: the new request's lines are written.
+	assert.Len(t, linesWith(out, `msg="retryhttp: retrying request"`), 5+3)
+	assert.Len(t, linesWith(out, `msg="retryhttp: giving up"`), 5+1)
+}
+
+// LogSampling.Off writes every line; First and Window tune the sampler.
+func TestLogSamplingSettings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		sampling retryhttp.LogSampling
+		retries  int // retry lines of 10 requests that each retry 3 times
+	}{
+		{"default", retryhttp.LogSampling{}, 5},
+		{"off", retryhttp.LogSampling{Off: true}, 30},
+		{"first 12", retryhttp.LogSampling{First: 12}, 12},
+		{"negative means default", retryhttp.LogSampling{First: -1, Window: -time.Second}, 5},
+		// Each request takes 1.4s of waits: a 1s window sums up each
+		// request's suppressed lines at the next.
+		{"window 1s", retryhttp.LogSampling{First: 1, Window: time.Second}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, status(503))
+			clk := retrytest.NewClock()
+			var buf bytes.Buffer
+			c := srv.client(&retryhttp.Transport{Policy: fakePolicy(clk), Logger: logged(&buf), LogSampling: tc.sampling})
+			for range 10 {
+				require.NoError(t, do(t, c, clk, get(t, srv.URL)).err)
+			}
+			out := buf.String()
+			retries := linesWith(out, `msg="retryhttp: retrying request"`)
+			assert.Len(t, retries, tc.retries, out)
+			sums := linesWith(out, `event="retryhttp: retrying request"`)
+			if tc.sampling.Window == time.Second {
+				assert.NotEmpty(t, sums, "a short window writes summaries as the outage goes on")
+			}
+			assert.LessOrEqual(t, len(retries)+suppressedCount(t, sums), 30)
+		})
+	}
+}
+
+// Under concurrent requests, every give-up line is either written or
+// counted in exactly one summary.
+func TestLogSamplingCountsExactlyUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, status(503))
+	clk := retrytest.NewClock()
+	var buf bytes.Buffer
+	p := fakePolicy(clk)
+	p.MaxAttempts = 1 // one give-up line a request, no waits
+	c := srv.client(&retryhttp.Transport{Policy: p, Logger: logged(&buf)})
+	const goroutines, each = 16, 25
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				resp, err := c.Get(srv.URL)
+				if assert.NoError(t, err) {
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	clk.Add(time.Minute)
+	resp, err := c.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+
+	out := buf.String()
+	written := linesWith(out, `msg="retryhttp: giving up"`)
+	sums := linesWith(out, "suppressed=")
+	require.Len(t, sums, 1, out)
+	assert.Equal(t, goroutines*each+1, len(written)+suppressedCount(t, sums))
+	assert.Len(t, written, 5+1)
+}
+
+// Budget exhaustion is written once when it starts and once when the
+// origin is allowed a retry again, however many give-ups come between.
+func TestLogSamplingBudgetTransitions(t *testing.T) {
+	t.Parallel()
+	var healthy atomic.Bool
+	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		if healthy.Load() {
+			w.WriteHeader(200)
+			return
+		}
+		w.WriteHeader(503)
+	})
+	clk := retrytest.NewClock()
+	budget, err := retry.NewBudget(4, 1)
+	require.NoError(t, err)
+	p := fakePolicy(clk)
+	p.Budget = budget
+	var buf bytes.Buffer
+	c := srv.client(&retryhttp.Transport{Policy: p, Logger: logged(&buf)})
+	send := func(n int) {
+		for range n {
+			require.NoError(t, do(t, c, clk, get(t, srv.URL)).err)
+		}
+	}
+	send(20)
+	out := buf.String()
+	exhausted := linesWith(out, `msg="retryhttp: retry budget exhausted"`)
+	require.Len(t, exhausted, 1, out)
+	assert.Contains(t, exhausted[0], "level=WARN")
+	assert.Contains(t, exhausted[0], "origin="+srv.URL)
+	assert.Empty(t, linesWith(out, "recovered"))
+
+	healthy.Store(true)
+	send(10) // successes refill the budget
+	healthy.Store(false)
+	send(1) // allowed a retry again, then refused the next
+	out = buf.String()
+	recovered := linesWith(out, `msg="retryhttp: retry budget recovered"`)
+	require.Len(t, recovered, 1, out)
+	assert.Contains(t, recovered[0], "origin="+srv.URL)
+	assert.Less(t, strings.Index(out, "budget exhausted"), strings.Index(out, "budget recovered"))
+	assert.Len(t, linesWith(out, `msg="retryhttp: retry budget exhausted"`), 2, "exhausted again after the recovery")
+}
