@@ -58,5 +58,7 @@
 // parameters, any query as "?REDACTED"), the attempt, the status, a fixed
 // reason such as "connection refused" (never an error's text, which may
 // quote a URL or a secret), the wait, and an idempotency key only as a
-// keyed hash. No header or body is logged.
+// keyed hash. No header or body is logged. While an origin keeps failing,
+// [Transport.LogSampling] writes the first 5 lines of each kind and status,
+// then one summary a minute of the lines it suppressed.
 package retryhttp

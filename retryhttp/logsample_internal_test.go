@@ -73,6 +73,7 @@ func TestLogSamplingOutage(t *testing.T) {
 	// Another origin's line, a window later, writes what is still due.
 	lc.event(sampleKey{"https://other.example", sampleClass(logRetrying, 503)}, t0.Add(6*time.Minute), "503 Service Unavailable", 1)
 
+	t.Logf("lines per minute: %v", lc.perMin)
 	assert.LessOrEqual(t, lc.perMin[0], 20, "lines in the first minute")
 	for m := 1; m < 4; m++ {
 		assert.LessOrEqual(t, lc.perMin[m], 12, "lines in minute %d", m+1)
