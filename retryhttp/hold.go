@@ -70,11 +70,13 @@ func (c *call) noteHold(resp *http.Response, sent holds.Epoch) {
 		now := clocks.Now(c.clk)
 		if d, ok := parseRetryAfter(v, now, c.t.maxRetryAfter()); ok {
 			c.t.held.Hold(c.origin(), now, d) // parseRetryAfter caps d at MaxRetryAfter
+			c.logHold(true)
 		}
 	default:
 		if c.t.held.Held() {
 			c.t.held.Clear(c.origin(), sent)
 		}
+		c.logHold(false)
 	}
 }
 

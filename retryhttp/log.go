@@ -61,7 +61,7 @@ func (c *call) logRetry(n int, reason string, wait time.Duration) {
 }
 
 func (c *call) logRetryAt(n int, reason string, wait time.Duration, at time.Time) {
-	if c.t.Logger != nil && c.t.sampler.nExhausted.Load() > 0 && c.t.sampler.budgetRecovered(c.origin()) {
+	if c.t.Logger != nil && c.t.sampler.leave(&c.t.sampler.exhausted, c.origin()) {
 		c.logTransition(slog.LevelInfo, "retryhttp: retry budget recovered")
 	}
 	if l := c.sample(slog.LevelInfo, logRetrying, n, reason, at); l != nil {
@@ -78,7 +78,7 @@ func (c *call) logGiveUp(tr retry.Trace) {
 	if c.req.Context().Err() != nil {
 		level = slog.LevelInfo // the caller's choice, not a failure
 	}
-	if tr.Stop() == retry.StopBudget && c.t.Logger != nil && c.t.sampler.budgetExhausted(c.origin()) {
+	if tr.Stop() == retry.StopBudget && c.t.Logger != nil && c.t.sampler.enter(&c.t.sampler.exhausted, c.origin()) {
 		c.logTransition(slog.LevelWarn, "retryhttp: retry budget exhausted")
 	}
 	last := tr.Last()
@@ -107,6 +107,21 @@ func attemptEnd(a *retry.Attempt) time.Time {
 		return time.Time{}
 	}
 	return a.Start.Add(a.Duration)
+}
+
+// logHold logs the start of a hold on the request's origin, or its end
+// when started is false, if that is news.
+func (c *call) logHold(started bool) {
+	switch {
+	case c.t.Logger == nil:
+	case started && c.t.sampler.enter(&c.t.sampler.held, c.origin()):
+		c.logTransition(slog.LevelWarn, "retryhttp: hold started")
+	case !started && c.t.sampler.held.n.Load() > 0 && c.t.held.Until(c.origin()).IsZero() &&
+		c.t.sampler.leave(&c.t.sampler.held, c.origin()):
+		// Only an answer that cleared the hold ends it: one to a request
+		// sent before the hold began does not.
+		c.logTransition(slog.LevelInfo, "retryhttp: hold ended")
+	}
 }
 
 // logTransition writes, unsampled, a line about the request's origin that

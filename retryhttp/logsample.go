@@ -31,10 +31,17 @@ import (
 // First or Window of 0 or less means its default. Up to 256 groups are
 // tracked at a time; lines of further groups share one group whose origin
 // is "(other)". Time is read from the request's Policy.Clock when it has
-// one. The transitions a summary could hide are written once each,
-// unsampled: "retryhttp: retry budget exhausted" when a request to an
-// origin first gives up for its Budget, and "retryhttp: retry budget
-// recovered" when a request to that origin is next allowed a retry.
+// one.
+//
+// The transitions a summary could hide are written once each, unsampled,
+// with the origin: "retryhttp: retry budget exhausted" (Warn) when a
+// request to an origin first gives up for its Budget, and "retryhttp:
+// retry budget recovered" (Info) when a request to that origin is next
+// allowed a retry; "retryhttp: hold started" (Warn) when an origin first
+// asks to be held back (a 429 or 503 with a Retry-After, see [HoldMode]),
+// and "retryhttp: hold ended" (Info) when it next answers normally. A hold
+// whose time runs out, followed by another Retry-After before a normal
+// answer, is one hold.
 type LogSampling struct {
 	// Off writes every line, unsampled [false].
 	Off bool
@@ -104,9 +111,9 @@ type logSampler struct {
 	nextSweep time.Time
 
 	// exhausted holds the origins whose Budget refused a retry and that
-	// have not been allowed one since: their transitions are logged once.
-	exhausted  map[string]struct{}
-	nExhausted atomic.Int32 // len(exhausted), read without the lock
+	// have not been allowed one since; held, those that asked to be held
+	// back and have not answered normally since.
+	exhausted, held originStates
 }
 
 // summary is what one "suppressed N similar retry events" line says.
@@ -194,35 +201,43 @@ func (st *sampleState) flush(k sampleKey, due []summary) []summary {
 	return due
 }
 
-// budgetExhausted reports whether origin's Budget was not already known to
-// be exhausted, and marks it so.
-func (s *logSampler) budgetExhausted(origin string) bool {
+// originStates is a set of origins in some state (a Budget exhausted, a
+// hold), so that the moves into and out of it are logged once each. It is
+// guarded by its sampler's lock.
+type originStates struct {
+	m map[string]struct{}
+	n atomic.Int32 // len(m), read without the lock: most calls need no lock
+}
+
+// enter reports whether origin was not in the state, and puts it there.
+// Past maxLogKeys origins it reports false: those are not tracked, and
+// their lines are still sampled.
+func (s *logSampler) enter(st *originStates, origin string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.exhausted[origin]; ok {
+	if _, ok := st.m[origin]; ok || len(st.m) >= maxLogKeys {
 		return false
 	}
-	if s.exhausted == nil {
-		s.exhausted = make(map[string]struct{})
+	if st.m == nil {
+		st.m = make(map[string]struct{})
 	}
-	if len(s.exhausted) >= maxLogKeys {
-		return false // untracked: its give-ups are still sampled
-	}
-	s.exhausted[origin] = struct{}{}
-	s.nExhausted.Add(1)
+	st.m[origin] = struct{}{}
+	st.n.Add(1)
 	return true
 }
 
-// budgetRecovered reports whether origin's Budget was known to be
-// exhausted, and clears that.
-func (s *logSampler) budgetRecovered(origin string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.exhausted[origin]; !ok {
+// leave reports whether origin was in the state, and takes it out.
+func (s *logSampler) leave(st *originStates, origin string) bool {
+	if st.n.Load() == 0 {
 		return false
 	}
-	delete(s.exhausted, origin)
-	s.nExhausted.Add(-1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := st.m[origin]; !ok {
+		return false
+	}
+	delete(st.m, origin)
+	st.n.Add(-1)
 	return true
 }
 

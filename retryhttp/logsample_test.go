@@ -2,6 +2,7 @@ package retryhttp_test
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -9,9 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/holds"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -212,4 +215,53 @@ func TestLogSamplingBudgetTransitions(t *testing.T) {
 	assert.Contains(t, recovered[0], "origin="+srv.URL)
 	assert.Less(t, strings.Index(out, "budget exhausted"), strings.Index(out, "budget recovered"))
 	assert.Len(t, linesWith(out, `msg="retryhttp: retry budget exhausted"`), 2, "exhausted again after the recovery")
+}
+
+// A hold is written once when it starts and once when a normal answer ends
+// it, however many requests it holds back or Retry-Afters renew it.
+func TestLogSamplingHoldTransitions(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var throttle atomic.Bool
+		throttle.Store(true)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if throttle.Load() {
+				w.Header().Set("Retry-After", "10")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = io.WriteString(w, "ok")
+		})
+		var buf bytes.Buffer
+		tr := &retryhttp.Transport{Base: retrytest.HandlerTransport(h), Policy: retry.Policy{MaxAttempts: 1},
+			Hold: retryhttp.HoldFailFast, Logger: logged(&buf)}
+		send := func() {
+			resp, err := tr.RoundTrip(get(t, "http://svc.test/"))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}
+		for range 3 {
+			for range 10 {
+				send() // one 503 with Retry-After, then held back
+			}
+			time.Sleep(11 * time.Second) // lapsed: the next probe renews it
+		}
+		out := buf.String()
+		started := linesWith(out, `msg="retryhttp: hold started"`)
+		require.Len(t, started, 1, out)
+		assert.Contains(t, started[0], "level=WARN")
+		assert.Contains(t, started[0], "origin=http://svc.test")
+		assert.Empty(t, linesWith(out, "hold ended"))
+
+		throttle.Store(false)
+		for range 2 * holds.Probes {
+			send()
+		}
+		out = buf.String()
+		ended := linesWith(out, `msg="retryhttp: hold ended"`)
+		require.Len(t, ended, 1, out)
+		assert.Contains(t, ended[0], "origin=http://svc.test")
+		assert.Len(t, linesWith(out, "hold started"), 1)
+	})
 }
