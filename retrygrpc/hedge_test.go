@@ -1,0 +1,312 @@
+package retrygrpc_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retryconfig"
+	"github.com/stormguard/retry/retrygrpc"
+)
+
+// copyReply is what the hedge server does with one copy of a call: wait
+// after, then end with code (and the pushback trailer, if set), unless the
+// copy is cancelled first.
+type copyReply struct {
+	after    time.Duration
+	code     codes.Code
+	pushback string
+}
+
+// copySeen is what the hedge server saw of one copy.
+type copySeen struct {
+	previous  string        // grpc-previous-rpc-attempts, "" on the first
+	at        time.Duration // when it arrived, from the server's start (fake time in a bubble)
+	cancelled bool          // its ctx ended before its reply
+}
+
+// hedgeServer answers the n-th copy of a call (by grpc-previous-rpc-attempts)
+// with script[n], the last entry for later ones.
+type hedgeServer struct {
+	testgrpc.UnimplementedTestServiceServer
+	start  time.Time
+	script []copyReply
+
+	mu   sync.Mutex
+	seen []copySeen
+}
+
+func newHedgeServer(script ...copyReply) *hedgeServer {
+	return &hedgeServer{start: time.Now(), script: script}
+}
+
+func (s *hedgeServer) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	prev := ""
+	if v := md.Get("grpc-previous-rpc-attempts"); len(v) > 0 {
+		prev = v[0]
+	}
+	n, _ := strconv.Atoi(prev)
+	s.mu.Lock()
+	i := len(s.seen)
+	s.seen = append(s.seen, copySeen{previous: prev, at: time.Since(s.start)})
+	r := copyReply{}
+	if len(s.script) > 0 {
+		r = s.script[min(n, len(s.script)-1)]
+	}
+	s.mu.Unlock()
+	select {
+	case <-time.After(r.after):
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.seen[i].cancelled = true
+		s.mu.Unlock()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if r.pushback != "" {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", r.pushback))
+	}
+	if r.code != codes.OK {
+		return nil, status.Error(r.code, "scripted "+r.code.String())
+	}
+	// Only on OK: a response header before a failure commits the call (A6).
+	_ = grpc.SetHeader(ctx, metadata.Pairs("copy", strconv.Itoa(n+1)))
+	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: []byte("copy " + strconv.Itoa(n+1))}}, nil
+}
+
+func (s *hedgeServer) copies() []copySeen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]copySeen(nil), s.seen...)
+}
+
+// arrivals returns when each copy arrived.
+func (s *hedgeServer) arrivals() []time.Duration {
+	var out []time.Duration
+	for _, c := range s.copies() {
+		out = append(out, c.at)
+	}
+	return out
+}
+
+// hedgingConfig is a service config that hedges UnaryCall, with
+// retryThrottling if throttling is not empty.
+func hedgingConfig(t *testing.T, maxAttempts int, delay string, nonFatal []string, throttling string) *retryconfig.Config {
+	t.Helper()
+	codesJSON := "["
+	for i, c := range nonFatal {
+		if i > 0 {
+			codesJSON += ","
+		}
+		codesJSON += strconv.Quote(c)
+	}
+	codesJSON += "]"
+	sc := fmt.Sprintf(`{"methodConfig": [{"name": [{"service": "grpc.testing.TestService", "method": "UnaryCall"}],
+		"hedgingPolicy": {"maxAttempts": %d, "hedgingDelay": %q, "nonFatalStatusCodes": %s}}]`, maxAttempts, delay, codesJSON)
+	if throttling != "" {
+		sc += `, "retryThrottling": ` + throttling
+	}
+	sc += "}"
+	cfg, err := retryconfig.ParseServiceConfig([]byte(sc))
+	require.NoError(t, err, sc)
+	return cfg
+}
+
+// dialHedged serves srv on bufconn, through the interceptor with cfg's
+// policies, every method idempotent unless opts say otherwise.
+func dialHedged(t *testing.T, srv *hedgeServer, cfg *retryconfig.Config, opts ...retrygrpc.Option) testgrpc.TestServiceClient {
+	t.Helper()
+	if opts == nil {
+		opts = []retrygrpc.Option{retrygrpc.WithAllIdempotent()}
+	}
+	opts = append(opts, retrygrpc.WithPolicies(retryconfig.NewLive(cfg)))
+	cc := dialRaw(t, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) },
+		grpc.WithDisableRetry(), withRetry(retry.Policy{}, opts...))
+	return testgrpc.NewTestServiceClient(cc)
+}
+
+func callHedged(ctx context.Context, c testgrpc.TestServiceClient, opts ...grpc.CallOption) (*testgrpc.SimpleResponse, error) {
+	return c.UnaryCall(ctx, &testgrpc.SimpleRequest{Payload: &testgrpc.Payload{Body: []byte("x")}}, opts...)
+}
+
+// The copies go one hedgingDelay apart, each with its
+// grpc-previous-rpc-attempts; the first OK wins, its reply is the caller's,
+// and the copies still running are cancelled.
+func TestHedgeSendsCopiesEveryDelayAndCancelsLosers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(
+			copyReply{after: time.Second},
+			copyReply{after: time.Second},
+			copyReply{after: 50 * time.Millisecond},
+		)
+		c := dialHedged(t, srv, hedgingConfig(t, 4, "0.1s", nil, ""))
+		start := time.Now()
+		resp, err := callHedged(t.Context(), c)
+		require.NoError(t, err)
+		assert.Equal(t, "copy 3", string(resp.GetPayload().GetBody()), "the winner's reply")
+		assert.Equal(t, 250*time.Millisecond, time.Since(start), "the third copy answers 50ms after it went, at 200ms")
+		got := srv.copies()
+		require.Len(t, got, 3, "the fourth copy is never sent")
+		assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, srv.arrivals())
+		var prev []string
+		for _, cp := range got {
+			prev = append(prev, cp.previous)
+		}
+		assert.Equal(t, []string{"", "1", "2"}, prev)
+		synctest.Wait()
+		got = srv.copies()
+		assert.True(t, got[0].cancelled && got[1].cancelled, "the losers are cancelled: %+v", got)
+		assert.False(t, got[2].cancelled)
+	})
+}
+
+// A hedgingDelay of 0 sends every copy at once.
+func TestHedgeZeroDelaySendsAllAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Second}, copyReply{after: 10 * time.Millisecond}, copyReply{after: time.Second})
+		c := dialHedged(t, srv, hedgingConfig(t, 3, "0s", nil, ""))
+		resp, err := callHedged(t.Context(), c)
+		require.NoError(t, err)
+		assert.Equal(t, "copy 2", string(resp.GetPayload().GetBody()))
+		assert.Equal(t, []time.Duration{0, 0, 0}, srv.arrivals())
+	})
+}
+
+// The header and trailer the caller asks for are those of the copy that
+// decided the call, written once the race is over (under -race, the copies
+// writing them at once would be caught).
+func TestHedgeHeaderIsTheWinners(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Second}, copyReply{after: 10 * time.Millisecond})
+		c := dialHedged(t, srv, hedgingConfig(t, 2, "0s", nil, ""))
+		var header, trailer metadata.MD
+		_, err := callHedged(t.Context(), c, grpc.Header(&header), grpc.Trailer(&trailer))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"2"}, header.Get("copy"))
+	})
+}
+
+// A method not marked idempotent is not hedged: one copy, as it gets one
+// attempt under a retryPolicy.
+func TestHedgeNeedsIdempotent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Second})
+		c := dialHedged(t, srv, hedgingConfig(t, 3, "0.1s", nil, ""), retrygrpc.WithIdempotent("/other/Method"))
+		_, err := callHedged(t.Context(), c)
+		require.NoError(t, err)
+		assert.Len(t, srv.copies(), 1)
+	})
+}
+
+// The caller's deadline bounds the whole chain of copies (A6): when it
+// passes, every copy is cancelled and the call fails with
+// DEADLINE_EXCEEDED.
+func TestHedgeCallerDeadlineEndsEveryCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Hour})
+		c := dialHedged(t, srv, hedgingConfig(t, 5, "0.1s", []string{"UNAVAILABLE"}, ""))
+		ctx, cancel := context.WithTimeout(t.Context(), 250*time.Millisecond)
+		defer cancel()
+		_, err := callHedged(ctx, c)
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+		synctest.Wait()
+		got := srv.copies()
+		assert.Len(t, got, 3, "copies at 0, 100ms and 200ms")
+		for i, cp := range got {
+			assert.True(t, cp.cancelled, "copy %d cancelled", i+1)
+		}
+	})
+}
+
+// Seam: an outer retry.Do around a hedged call. A fatal status is marked
+// permanent, so the outer loop does not retry it; copies that all failed
+// with a non-fatal status leave the outer loop free to try the call again.
+func TestHedgeUnderOuterRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		code        codes.Code
+		wantCopies  int
+		wantOuterNs int
+	}{
+		{"fatal", codes.InvalidArgument, 1, 1},
+		{"non-fatal, every copy failed", codes.Unavailable, 4, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newHedgeServer(copyReply{code: tc.code})
+				c := dialHedged(t, srv, hedgingConfig(t, 2, "0.1s", []string{"UNAVAILABLE"}, ""))
+				outer := 0
+				_, err := retry.Do(t.Context(), func(ctx context.Context) error {
+					outer++
+					_, err := callHedged(ctx, c)
+					return err
+				}, retry.Policy{MaxAttempts: 2, BaseBackoff: time.Millisecond})
+				assert.Equal(t, tc.code, status.Code(err))
+				assert.Equal(t, tc.wantOuterNs, outer, "outer attempts")
+				assert.Len(t, srv.copies(), tc.wantCopies)
+			})
+		})
+	}
+}
+
+// A hedged call's Trace and WithOnDone's Summary show the race as one
+// attempt whose Reason counts the copies.
+func TestHedgeTraceAndSummary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{code: codes.Unavailable})
+		var sums []retrygrpc.Summary
+		c := dialHedged(t, srv, hedgingConfig(t, 3, "0.1s", []string{"UNAVAILABLE"}, ""),
+			retrygrpc.WithAllIdempotent(),
+			retrygrpc.WithOnDone(func(_ context.Context, s retrygrpc.Summary) { sums = append(sums, s) }))
+		var tr retry.Trace
+		_, err := callHedged(retrygrpc.WithTrace(t.Context(), &tr), c)
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.ErrorIs(t, err, retry.ErrGaveUp)
+		assert.Equal(t, 1, tr.Attempts())
+		assert.Equal(t, "hedged: 3 copies sent; Unavailable", tr.Last().Reason)
+		require.Len(t, sums, 1)
+		assert.Equal(t, codes.Unavailable, sums[0].Code)
+	})
+}
+
+// dialRaw serves what register registers on bufconn and returns a
+// ClientConn to it with opts; both are closed when the test ends.
+func dialRaw(t *testing.T, register func(*grpc.Server), opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	buf := bufconn.Listen(1 << 16)
+	s := grpc.NewServer(grpc.WaitForHandlers(true))
+	register(s)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(buf)
+	}()
+	opts = append([]grpc.DialOption{
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}, opts...)
+	cc, err := grpc.NewClient("passthrough:///bufconn", opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cc.Close()
+		s.Stop()
+		<-served
+	})
+	return cc
+}
