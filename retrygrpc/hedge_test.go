@@ -1,9 +1,11 @@
 package retrygrpc_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -90,10 +92,18 @@ func (s *hedgeServer) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest
 	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: []byte("copy " + strconv.Itoa(n+1))}}, nil
 }
 
+// copies returns what the server saw of each copy, in the order of their
+// grpc-previous-rpc-attempts: copies sent at once may arrive in any order.
 func (s *hedgeServer) copies() []copySeen {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]copySeen(nil), s.seen...)
+	out := append([]copySeen(nil), s.seen...)
+	s.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b copySeen) int {
+		x, _ := strconv.Atoi(a.previous)
+		y, _ := strconv.Atoi(b.previous)
+		return cmp.Compare(x, y)
+	})
+	return out
 }
 
 // arrivals returns when each copy arrived.
