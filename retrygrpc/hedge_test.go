@@ -34,6 +34,7 @@ type copyReply struct {
 	after    time.Duration
 	code     codes.Code
 	pushback string
+	header   bool // send a response header before the status
 }
 
 // copySeen is what the hedge server saw of one copy.
@@ -80,6 +81,9 @@ func (s *hedgeServer) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest
 		s.seen[i].cancelled = true
 		s.mu.Unlock()
 		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if r.header {
+		_ = grpc.SendHeader(ctx, metadata.Pairs("copy", strconv.Itoa(n+1)))
 	}
 	if r.pushback != "" {
 		_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", r.pushback))
@@ -319,4 +323,57 @@ func dialRaw(t *testing.T, register func(*grpc.Server), opts ...grpc.DialOption)
 		<-served
 	})
 	return cc
+}
+
+// A copy that fails after its response header has committed the call (A6):
+// its status decides the call, even a non-fatal one, and no more copies go.
+func TestHedgeHeaderCommits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Second}, copyReply{after: 10 * time.Millisecond, code: codes.Unavailable, header: true})
+		c := dialHedged(t, srv, hedgingConfig(t, 3, "0.1s", []string{"UNAVAILABLE"}, ""))
+		_, err := callHedged(t.Context(), c)
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, []time.Duration{0, 100 * time.Millisecond}, srv.arrivals())
+		synctest.Wait()
+		assert.True(t, srv.copies()[0].cancelled)
+	})
+}
+
+// A methodConfig's timeout (the policy's MaxElapsed) bounds the whole chain
+// of copies, as the call's deadline does.
+func TestHedgeMaxElapsedBoundsTheChain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Hour})
+		cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
+			"timeout": "0.25s", "hedgingPolicy": {"maxAttempts": 5, "hedgingDelay": "0.1s"}}]}`))
+		require.NoError(t, err)
+		c := dialHedged(t, srv, cfg)
+		start := time.Now()
+		_, err = callHedged(t.Context(), c)
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+		assert.Equal(t, 250*time.Millisecond, time.Since(start))
+		assert.Len(t, srv.copies(), 3, "copies at 0, 100ms and 200ms")
+	})
+}
+
+// A panic below the interceptor, in one copy, reaches the caller's
+// goroutine once the other copies are cancelled and reaped.
+func TestHedgePanicInACopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Hour})
+		live := retryconfig.NewLive(hedgingConfig(t, 3, "0.1s", nil, ""))
+		boom := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			md, _ := metadata.FromOutgoingContext(ctx)
+			if len(md.Get("grpc-previous-rpc-attempts")) > 0 {
+				panic("copy 2")
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		cc := dialRaw(t, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) }, grpc.WithDisableRetry(),
+			grpc.WithChainUnaryInterceptor(retrygrpc.UnaryClientInterceptor(retry.Policy{}, retrygrpc.WithAllIdempotent(), retrygrpc.WithPolicies(live)), boom))
+		c := testgrpc.NewTestServiceClient(cc)
+		assert.PanicsWithValue(t, "copy 2", func() { _, _ = callHedged(t.Context(), c) })
+		synctest.Wait()
+		assert.True(t, srv.copies()[0].cancelled, "the first copy is cancelled before the panic goes on")
+	})
 }
