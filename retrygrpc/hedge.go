@@ -151,11 +151,19 @@ func (hc *hedgedCall) race(loop context.Context) error {
 		}
 	}()
 	more := true // copies may still be sent
+	done := loop.Done()
 	send := func() {
 		hc.sent++
 		running++
 		cp := &hedgeCopy{n: hc.sent, reply: hc.msg.ProtoReflect().New().Interface()}
 		go hc.send(ctx, cp, results)
+	}
+	// The first copy waits for a hold of the target, as an ordinary call's
+	// first attempt does; the later ones go on their own schedule, which a
+	// pushback sets.
+	if err := hc.awaitHold(loop); err != nil {
+		hc.fatal, hc.last = true, err
+		return err
 	}
 	send()
 	if n > 1 {
@@ -178,6 +186,14 @@ func (hc *hedgedCall) race(loop context.Context) error {
 			if running == 0 {
 				return hc.last
 			}
+		case <-done:
+			// The call's deadline or the caller: no copy goes any more,
+			// and those running end with the ctx.
+			done, more = nil, false
+			unschedule()
+			if running == 0 {
+				return hc.last
+			}
 		case cp := <-results:
 			running--
 			if cp.panicV != nil {
@@ -188,11 +204,18 @@ func (hc *hedgedCall) race(loop context.Context) error {
 				if hc.budget != nil {
 					budgets.Succeeded(hc.budget)
 				}
+				hc.clearHold()
 				proto.Reset(hc.msg)
 				proto.Merge(hc.msg, cp.reply)
 				return nil
 			}
 			after, goOn := pushback(cp.trailer)
+			// A delay past WithMaxRetryAfter stops the copies, as it stops
+			// retries; one within it holds the target back too.
+			goOn = goOn && after < hc.cfg.maxRetryAfter
+			if goOn {
+				hc.hold(after)
+			}
 			nonFatal := hc.nonFatal.has(status.Code(cp.err)) && cp.header == nil
 			if hc.budget != nil && (nonFatal || !goOn) {
 				budgets.Failed(hc.budget)

@@ -48,8 +48,9 @@ type copySeen struct {
 // with script[n], the last entry for later ones.
 type hedgeServer struct {
 	testgrpc.UnimplementedTestServiceServer
-	start  time.Time
-	script []copyReply
+	start     time.Time
+	script    []copyReply
+	byArrival bool // index script by arrival, over every call, rather than by copy
 
 	mu   sync.Mutex
 	seen []copySeen
@@ -71,7 +72,11 @@ func (s *hedgeServer) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest
 	s.seen = append(s.seen, copySeen{previous: prev, at: time.Since(s.start)})
 	r := copyReply{}
 	if len(s.script) > 0 {
-		r = s.script[min(n, len(s.script)-1)]
+		k := n
+		if s.byArrival {
+			k = i
+		}
+		r = s.script[min(k, len(s.script)-1)]
 	}
 	s.mu.Unlock()
 	select {
@@ -375,5 +380,56 @@ func TestHedgePanicInACopy(t *testing.T) {
 		assert.PanicsWithValue(t, "copy 2", func() { _, _ = callHedged(t.Context(), c) })
 		synctest.Wait()
 		assert.True(t, srv.copies()[0].cancelled, "the first copy is cancelled before the panic goes on")
+	})
+}
+
+// A pushback's wait bounds nothing but the next copy: the call's deadline
+// still ends the call while it waits, and a wait past WithMaxRetryAfter
+// sends no more copies at all.
+func TestHedgePushbackWaitAndCtx(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pushback string
+		want     time.Duration
+		code     codes.Code
+	}{
+		{"the deadline ends a pushback's wait", "30000", time.Second, codes.DeadlineExceeded},
+		{"a pushback past WithMaxRetryAfter stops the copies", "120000", 10 * time.Millisecond, codes.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newHedgeServer(copyReply{after: 10 * time.Millisecond, code: codes.Unavailable, pushback: tc.pushback})
+				c := dialHedged(t, srv, hedgingConfig(t, 3, "0.1s", []string{"UNAVAILABLE"}, ""), retrygrpc.WithAllIdempotent(), retrygrpc.WithoutHold())
+				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				defer cancel()
+				start := time.Now()
+				_, err := callHedged(ctx, c)
+				assert.Equal(t, tc.code, status.Code(err), "%v", err)
+				assert.Equal(t, tc.want, time.Since(start))
+				assert.Len(t, srv.copies(), 1)
+			})
+		})
+	}
+}
+
+// Seam: a hedge under a hold. A copy's pushback holds the whole target
+// back, so the first copy of another call waits for the hold to end too,
+// and the success after it clears the hold.
+func TestHedgeUnderHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: 10 * time.Millisecond, code: codes.Unavailable, pushback: "300"}, copyReply{})
+		srv.byArrival = true
+		c := dialHedged(t, srv, hedgingConfig(t, 2, "1s", []string{"UNAVAILABLE"}, ""))
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := callHedged(t.Context(), c)
+			assert.NoError(t, err)
+		})
+		time.Sleep(50 * time.Millisecond) // the first call's pushback came at 10ms
+		_, err := callHedged(t.Context(), c)
+		require.NoError(t, err)
+		wg.Wait()
+		assert.Equal(t, []time.Duration{0, 310 * time.Millisecond, 310 * time.Millisecond}, srv.arrivals(),
+			"the second call's first copy waits out the hold, with the first call's second copy")
 	})
 }
