@@ -20,6 +20,13 @@ type member struct {
 // The members are appended to buf, which may be a caller's array on its
 // stack.
 func members(raw []byte, buf []member) ([]member, error) {
+	return split(raw, buf, true)
+}
+
+// split is members, checking for duplicate keys only if dups is set: a
+// caller that puts the members in a map of its own finds them there, at no
+// extra cost, as parseDoc does for a thousand policies.
+func split(raw []byte, buf []member, dups bool) ([]member, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, fmt.Errorf("%s is not an object", describe(raw))
@@ -34,6 +41,13 @@ func members(raw []byte, buf []member) ([]member, error) {
 		key := unquote(raw[i:kend])
 		vstart := skipSpace(raw, skipSpace(raw, kend)+1)
 		vend := skipTrusted(raw, vstart)
+		if !dups {
+			ms = append(ms, member{key, raw[vstart:vend:vend]})
+			if i = skipSpace(raw, vend); raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+			}
+			continue
+		}
 		if len(ms) == 8 && seen == nil {
 			seen = make(map[string]bool, 16)
 			for _, m := range ms {
@@ -61,11 +75,17 @@ func members(raw []byte, buf []member) ([]member, error) {
 
 // elements splits a JSON array into its elements.
 func elements(raw []byte) ([]json.RawMessage, error) {
+	return elementsBuf(raw, nil)
+}
+
+// elementsBuf is elements, appending to buf, which may be a caller's array
+// on its stack.
+func elementsBuf(raw []byte, buf []json.RawMessage) ([]json.RawMessage, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '[' {
 		return nil, fmt.Errorf("%s is not an array", describe(raw))
 	}
-	var els []json.RawMessage
+	els := buf[:0]
 	for i = skipSpace(raw, i+1); raw[i] != ']'; {
 		end := skipTrusted(raw, i)
 		els = append(els, raw[i:end:end])
