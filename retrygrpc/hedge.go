@@ -23,8 +23,10 @@ import (
 // with OK or with a fatal status (one not in nonFatalStatusCodes) decides
 // the call, and the others are cancelled; a non-fatal status sends the next
 // copy at once, and the later ones resume hedgingDelay after it. A server's
-// pushback that says stop sends no more copies, and one that says wait n ms
-// sends the next one n ms later. With a Budget (retryThrottling), every copy
+// pushback that says stop (or asks for WithMaxRetryAfter or more) sends no
+// more copies, and one that says wait n ms sends the next one n ms later,
+// and holds the target back for every call, as a retry's pushback does.
+// With a Budget (retryThrottling), every copy
 // after the first needs more than half its tokens, as a retry does; each
 // copy that fails with a non-fatal status (or a pushback that says stop)
 // takes a token, and each OK gives back tokenRatio.

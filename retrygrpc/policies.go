@@ -25,8 +25,10 @@ import (
 // has answered; the first OK or fatal status (one not in
 // nonFatalStatusCodes) decides the call and the other copies are
 // cancelled; a non-fatal status sends the next copy at once; a pushback
-// that says stop sends no more, one that says wait n ms sends the next n ms
-// later; a Budget (retryThrottling) lets a copy after the first go only
+// that says stop, or asks for [WithMaxRetryAfter] or more, sends no more,
+// and one that says wait n ms sends the next n ms later and holds the
+// target back (see [WithoutHold]), whose hold the first copy waits for as
+// any first attempt does; a Budget (retryThrottling) lets a copy after the first go only
 // while it holds more than half its tokens, and counts each copy's outcome.
 // Each copy carries grpc-previous-rpc-attempts, and gets the whole call's
 // MaxElapsed and deadline. The call returns once every copy has answered or
