@@ -46,9 +46,10 @@ type hedgedCall struct {
 	wantHeader, wantTrailer *metadata.MD
 	wantPeer                *peer.Peer
 
-	fatal bool  // the race ended with a status that is not non-fatal
-	sent  int   // copies sent
-	last  error // the deciding copy's error, so far
+	fatal     bool  // the race ended with a status that is not non-fatal
+	throttled bool  // the Budget refused a copy
+	sent      int   // copies sent
+	last      error // the deciding copy's error, so far
 }
 
 // hedgeCopy is one copy of a hedged call, and what it got back.
@@ -112,7 +113,11 @@ func (hc *hedgedCall) run(p retry.Policy) error {
 // reason is the Reason of the race in the Trace: how many copies went,
 // and the deciding status's fixed name, safe to log.
 func (hc *hedgedCall) reason() string {
-	return "hedged: " + strconv.Itoa(hc.sent) + " copies sent; " + status.Code(hc.last).String()
+	r := "hedged: " + strconv.Itoa(hc.sent) + " copies sent; " + status.Code(hc.last).String()
+	if hc.throttled {
+		r += "; budget refused the next copy"
+	}
+	return r
 }
 
 // race sends the copies and returns the deciding one's error.
@@ -178,7 +183,8 @@ func (hc *hedgedCall) race(loop context.Context) error {
 			switch {
 			case !more || hc.sent >= n || loop.Err() != nil:
 			case hc.budget != nil && !budgets.Allow(hc.budget):
-				more = false // A6: throttled, the hedge is not sent, nor any later one
+				// A6: throttled, the hedge is not sent, nor any later one.
+				more, hc.throttled = false, true
 			default:
 				send()
 				if hc.sent < n {

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retrygrpc"
 )
 
 // TestHedgingFollowsA6 checks the interceptor's hedging against the text
@@ -142,16 +145,20 @@ func TestHedgingThrottledAsA6Says(t *testing.T) {
 			return len(srv.copies()) - before
 		}
 		assert.Equal(t, 2, perCall(), "4 tokens: the first copy, then one hedge at 3 tokens; 2 left")
-		assert.Equal(t, 1, perCall(), "2 tokens: the first copy only; 1 left")
+		var tr retry.Trace
+		_, err := callHedged(retrygrpc.WithTrace(t.Context(), &tr), c)
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, "hedged: 1 copies sent; Unavailable; budget refused the next copy", tr.Last().Reason)
+		assert.Equal(t, 1, perCall(), "1 token: the first copy only; 0 left")
 		srv.mu.Lock()
 		srv.script = []copyReply{{}} // OK from now on: +1 token each
 		srv.mu.Unlock()
 		before := len(srv.copies())
-		for range 3 {
+		for range 4 {
 			_, err := callHedged(t.Context(), c)
 			assert.NoError(t, err)
 		}
-		assert.Equal(t, 3, len(srv.copies())-before, "one copy each: they answer at once")
+		assert.Equal(t, 4, len(srv.copies())-before, "one copy each: they answer at once")
 		srv.mu.Lock()
 		srv.script = []copyReply{{code: codes.Unavailable}}
 		srv.mu.Unlock()

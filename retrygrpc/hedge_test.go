@@ -433,3 +433,18 @@ func TestHedgeUnderHold(t *testing.T) {
 			"the second call's first copy waits out the hold, with the first call's second copy")
 	})
 }
+
+// Streams are not hedged: a server-streaming method whose policy has a
+// hedgingPolicy makes one attempt, whatever its status.
+func TestHedgeNotForStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(fail(codes.Unavailable))
+		cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
+			"hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}`))
+		require.NoError(t, err)
+		c := dial(t, srv, withStreamRetry(retry.Policy{}, retrygrpc.WithAllIdempotent(), retrygrpc.WithPolicies(retryconfig.NewLive(cfg))))
+		_, err = drain(watch(t.Context(), t, c, "x"))
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Len(t, srv.seen(), 1)
+	})
+}
