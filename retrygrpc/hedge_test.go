@@ -448,3 +448,27 @@ func TestHedgeNotForStreams(t *testing.T) {
 		assert.Len(t, srv.seen(), 1)
 	})
 }
+
+// Seam: a reload during a hedged call. The call took its hedging at its
+// start, and keeps it; the next call takes the new config.
+func TestHedgeKeepsItsPolicyAcrossAnUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(copyReply{after: time.Second})
+		live := retryconfig.NewLive(hedgingConfig(t, 3, "0.1s", nil, ""))
+		cc := dialRaw(t, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) }, grpc.WithDisableRetry(),
+			withRetry(retry.Policy{}, retrygrpc.WithAllIdempotent(), retrygrpc.WithPolicies(live)))
+		c := testgrpc.NewTestServiceClient(cc)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := callHedged(t.Context(), c)
+			assert.NoError(t, err)
+		})
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, live.Update([]byte(`{"methodConfig": []}`)))
+		wg.Wait()
+		assert.Len(t, srv.copies(), 3, "the call in flight hedges as its config said")
+		_, err := callHedged(t.Context(), c)
+		require.NoError(t, err)
+		assert.Len(t, srv.copies(), 4, "the next call makes one attempt")
+	})
+}
