@@ -30,25 +30,35 @@ func parseDoc(data []byte, p *problems) *Config {
 		p.add("", false, "%v", err)
 		return c
 	}
-	top, err := members(data, nil)
+	var policies []member
+	_, err := walk(data, 0, true, func(key string, v int) int {
+		switch key {
+		case "policies":
+			// Split where it lies: its end is where its last member ends,
+			// which saves scanning most of the document once more.
+			// Duplicate names are found in c.policies below.
+			end, err := walk(data, v, false, func(name string, pv int) int {
+				pend := skipTrusted(data, pv)
+				policies = append(policies, member{name, data[pv:pend:pend]})
+				return pend
+			})
+			if err != nil {
+				p.add("policies", false, "%v", err)
+				return skipTrusted(data, v)
+			}
+			return end
+		case "budgets":
+			end := skipTrusted(data, v)
+			parseBudgets(c, data[v:end:end], p)
+			return end
+		default:
+			p.add(key, false, "unknown field (want policies or budgets)")
+			return skipTrusted(data, v)
+		}
+	})
 	if err != nil {
 		p.add("", false, "%v", err)
 		return c
-	}
-	var policies []member
-	for _, m := range top {
-		switch m.key {
-		case "policies":
-			// Duplicate names are found in c.policies below.
-			policies, err = split(m.val, nil, false)
-			if err != nil {
-				p.add("policies", false, "%v", err)
-			}
-		case "budgets":
-			parseBudgets(c, m.val, p)
-		default:
-			p.add(m.key, false, "unknown field (want policies or budgets)")
-		}
 	}
 	if len(policies) > 8 {
 		c.policies = make(map[string]*entry, len(policies))
