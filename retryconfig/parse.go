@@ -30,17 +30,33 @@ func parseDoc(data []byte, p *problems) *Config {
 		p.add("", false, "%v", err)
 		return c
 	}
-	var policies []member
+	// The policies are read where they lie, each in one pass over its
+	// bytes; their names go into the map once all are read, when their
+	// number is known.
+	type named struct {
+		name string
+		e    *entry
+	}
+	var (
+		policies []named
+		slab     []entry // entries, a chunk at a time: a few allocations for a thousand
+		values   memo
+	)
 	_, err := walk(data, 0, true, func(key string, v int) int {
 		switch key {
 		case "policies":
-			// Split where it lies: its end is where its last member ends,
-			// which saves scanning most of the document once more.
-			// Duplicate names are found in c.policies below.
 			end, err := walk(data, v, false, func(name string, pv int) int {
-				pend := skipTrusted(data, pv)
-				policies = append(policies, member{name, data[pv:pend:pend]})
-				return pend
+				if name == "" {
+					p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+					return skipTrusted(data, pv)
+				}
+				if len(slab) == cap(slab) {
+					slab = make([]entry, 0, min(max(16, 2*cap(slab)), 1024))
+				}
+				slab = slab[:len(slab)+1]
+				e := &slab[len(slab)-1]
+				policies = append(policies, named{name, e})
+				return parsePolicy(e, name, data, pv, &values, p)
 			})
 			if err != nil {
 				p.add("policies", false, "%v", err)
@@ -63,25 +79,17 @@ func parseDoc(data []byte, p *problems) *Config {
 	if len(policies) > 8 {
 		c.policies = make(map[string]*entry, len(policies))
 	}
-	slab := make([]entry, len(policies)) // one allocation for all the entries
-	var values memo
-	for i, m := range policies {
-		if m.key == "" {
-			p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+	for _, n := range policies {
+		if _, dup := c.policies[n.name]; dup {
+			p.add("policies", false, "%q appears twice", n.name)
 			continue
 		}
-		if _, dup := c.policies[m.key]; dup {
-			p.add("policies", false, "%q appears twice", m.key)
-			continue
-		}
-		e := &slab[i]
-		parsePolicy(e, m.key, m.val, &values, p)
-		if e.budget != "" {
-			if _, ok := c.budgets[e.budget]; !ok {
-				p.add("policies."+m.key+".budget", true, "%q is not a member of budgets", e.budget)
+		if n.e.budget != "" { // budgets may come after the policies
+			if _, ok := c.budgets[n.e.budget]; !ok {
+				p.add("policies."+n.name+".budget", true, "%q is not a member of budgets", n.e.budget)
 			}
 		}
-		c.policies[m.key] = e
+		c.policies[n.name] = n.e
 	}
 	return c
 }
@@ -129,25 +137,26 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 	}
 }
 
-// parsePolicy reads the policy of our format named name into e.
-func parsePolicy(e *entry, name string, raw []byte, m *memo, p *problems) {
-	var buf [12]member // a policy's fields, without an allocation
-	fields, err := members(raw, buf[:0])
-	if err != nil { // paths are built only for an error: a thousand concatenations add up
-		p.add("policies."+name, true, "%v", err)
-		return
-	}
+// parsePolicy reads the policy of our format named name, the value at
+// data[v:], into e, and returns the offset of its end.
+func parsePolicy(e *entry, name string, data []byte, v int, m *memo, p *problems) int {
 	bad := false
-	for _, f := range fields {
-		if err := e.set(f.key, f.val, m); err != nil {
-			bad = true
-			p.add("policies."+name+"."+f.key, true, "%v", err)
+	end, err := walk(data, v, true, func(key string, fv int) int {
+		fend := skipTrusted(data, fv)
+		if err := e.set(key, data[fv:fend:fend], m); err != nil {
+			bad = true // paths are built only for an error: a thousand concatenations add up
+			p.add("policies."+name+"."+key, true, "%v", err)
 		}
+		return fend
+	})
+	if err != nil {
+		p.add("policies."+name, true, "%v", err)
+		return skipTrusted(data, v)
 	}
-	pol := &e.policy
 	if !bad {
-		checkPolicy(name, pol, p)
+		checkPolicy(name, &e.policy, p)
 	}
+	return end
 }
 
 var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
