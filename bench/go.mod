@@ -1,6 +1,6 @@
 module github.com/stormguard/retry/bench
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/avast/retry-go/v4 v4.7.0
@@ -11,9 +11,9 @@ require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-retry v0.5.0
-	github.com/stormguard/retry v0.0.0
-	github.com/stormguard/retry/idempotency/redisstore v0.0.0
-	github.com/stormguard/retry/retrygrpc v0.0.0
+	github.com/stormguard/retry v0.1.0
+	github.com/stormguard/retry/idempotency/redisstore v0.1.0
+	github.com/stormguard/retry/retrygrpc v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.84.0
@@ -26,15 +26,9 @@ require (
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
-)
-
-replace (
-	github.com/stormguard/retry => ..
-	github.com/stormguard/retry/idempotency/redisstore => ../idempotency/redisstore
-	github.com/stormguard/retry/retrygrpc => ../retrygrpc
 )

@@ -1,11 +1,9 @@
 module github.com/stormguard/retry/retrygrpc
 
-go 1.25.0
-
-replace github.com/stormguard/retry => ..
+go 1.26.0
 
 require (
-	github.com/stormguard/retry v0.0.0
+	github.com/stormguard/retry v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800
@@ -15,7 +13,7 @@ require (
 
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 )

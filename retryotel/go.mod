@@ -2,14 +2,9 @@ module github.com/stormguard/retry/retryotel
 
 go 1.26.0
 
-replace github.com/stormguard/retry => ../
-
-// Only the tests use retrygrpc: the package itself does not depend on grpc.
-replace github.com/stormguard/retry/retrygrpc => ../retrygrpc
-
 require (
-	github.com/stormguard/retry v0.0.0
-	github.com/stormguard/retry/retrygrpc v0.0.0
+	github.com/stormguard/retry v0.1.0
+	github.com/stormguard/retry/retrygrpc v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -28,9 +23,9 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.57.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )

@@ -1,9 +1,9 @@
 module github.com/stormguard/retry/cmd/stormsim
 
-go 1.25
+go 1.25.0
 
 require (
-	github.com/stormguard/retry v0.0.0
+	github.com/stormguard/retry v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
@@ -15,11 +15,8 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/image v0.39.0 // indirect
+	golang.org/x/text v0.36.0 // indirect
 )
-
-replace github.com/stormguard/retry => ../..

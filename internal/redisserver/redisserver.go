@@ -36,9 +36,9 @@ func Start(tb testing.TB) *Server {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			tb.Fatalf("redis-server is not installed, and CI=true does not allow a skip: %v", err)
+			tb.Fatalf("redis-server is not installed, and CI=true does not allow a skip (apt-get install redis-server): %v", err)
 		} else {
-			tb.Skipf("redis-server is not installed (CI would fail here): %v", err)
+			tb.Skipf("redis-server is not installed: skipped (apt-get install redis-server to run it; CI=true fails instead): %v", err)
 		}
 		return nil
 	}

@@ -43,6 +43,7 @@ func TestMissingServerSkipsOutsideCIAndFailsInCI(t *testing.T) {
 		assert.Nil(t, redisserver.Start(f))
 		assert.Equal(t, tc.fail, f.fatal != "", "CI=%q: failed: %s", tc.ci, f.fatal)
 		assert.Equal(t, tc.skip, f.skip != "", "CI=%q: skipped: %s", tc.ci, f.skip)
+		assert.Contains(t, f.skip+f.fatal, "apt-get install redis-server", "CI=%q: the message names the package to install", tc.ci)
 	}
 }
 

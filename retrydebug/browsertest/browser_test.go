@@ -33,9 +33,9 @@ func chromium(t *testing.T) string {
 		}
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("CI=true and no Chromium: install Debian's chromium package (.ci/run does)")
+		t.Fatal("CI=true and no Chromium: apt-get install chromium (.ci/run does)")
 	}
-	t.Skip("no Chromium on PATH or at /usr/bin/chromium; set CI=true to make this a failure")
+	t.Skip("no Chromium on PATH or at /usr/bin/chromium: skipped (apt-get install chromium to run it; CI=true fails instead)")
 	return ""
 }
 

@@ -2,11 +2,9 @@ module github.com/stormguard/retry/retrydebug/browsertest
 
 go 1.25
 
-replace github.com/stormguard/retry => ../..
-
 require (
 	github.com/chromedp/chromedp v0.23.1
-	github.com/stormguard/retry v0.0.0
+	github.com/stormguard/retry v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
