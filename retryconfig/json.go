@@ -20,52 +20,91 @@ type member struct {
 // The members are appended to buf, which may be a caller's array on its
 // stack.
 func members(raw []byte, buf []member) ([]member, error) {
-	i := skipSpace(raw, 0)
-	if raw[i] != '{' {
-		return nil, fmt.Errorf("%s is not an object", describe(raw))
-	}
+	return split(raw, buf, true)
+}
+
+// split is members, checking for duplicate keys only if dups is set: a
+// caller that puts the members in a map of its own finds them there, at no
+// extra cost, as parseDoc does for a thousand policies.
+func split(raw []byte, buf []member, dups bool) ([]member, error) {
 	ms := buf[:0]
 	if cap(ms) == 0 {
 		ms = make([]member, 0, 8)
 	}
-	var seen map[string]bool
-	for i = skipSpace(raw, i+1); raw[i] != '}'; {
-		kend := endOfString(raw, i)
-		key := unquote(raw[i:kend])
-		vstart := skipSpace(raw, skipSpace(raw, kend)+1)
-		vend := skipTrusted(raw, vstart)
-		if len(ms) == 8 && seen == nil {
-			seen = make(map[string]bool, 16)
-			for _, m := range ms {
-				seen[m.key] = true
-			}
-		}
-		dup := seen[key]
-		if seen == nil {
-			for _, m := range ms {
-				dup = dup || m.key == key
-			}
-		} else {
-			seen[key] = true
-		}
-		if dup {
-			return nil, fmt.Errorf("%q appears twice", key)
-		}
-		ms = append(ms, member{key, raw[vstart:vend:vend]})
-		if i = skipSpace(raw, vend); raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+	_, err := walk(raw, 0, dups, func(key string, v int) int {
+		end := skipTrusted(raw, v)
+		ms = append(ms, member{key, raw[v:end:end]})
+		return end
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ms, nil
 }
 
+// walk calls f with the key of each member of the JSON object at raw[i:],
+// in document order, and the offset of its value; f reads the value and
+// returns the offset of its end. walk returns the offset of the object's
+// end. A caller that reads a large value in place, as parseDoc reads the
+// policies, saves the scan that would find its end first. walk rejects
+// anything but an object, and a duplicate key (which encoding/json would
+// silently resolve to the last one) if dups is set. raw must be part of a
+// document that validDocument accepted.
+func walk(raw []byte, i int, dups bool, f func(key string, v int) int) (int, error) {
+	i = skipSpace(raw, i)
+	if raw[i] != '{' {
+		return i, fmt.Errorf("%s is not an object", describe(raw[i:skipTrusted(raw, i)]))
+	}
+	var few [8]string // the keys so far, while there are few
+	n := 0
+	var seen map[string]bool
+	for i = skipSpace(raw, i+1); raw[i] != '}'; {
+		kend := endOfString(raw, i)
+		key := unquote(raw[i:kend])
+		if dups {
+			dup := false
+			switch {
+			case n < len(few):
+				for _, k := range few[:n] {
+					dup = dup || k == key
+				}
+				few[n] = key
+				n++
+			case seen == nil:
+				seen = make(map[string]bool, 2*len(few))
+				for _, k := range few {
+					seen[k] = true
+				}
+				fallthrough
+			default:
+				dup = seen[key]
+				seen[key] = true
+			}
+			if dup {
+				return i, fmt.Errorf("%q appears twice", key)
+			}
+		}
+		vend := f(key, skipSpace(raw, skipSpace(raw, kend)+1))
+		if i = skipSpace(raw, vend); raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return i + 1, nil
+}
+
 // elements splits a JSON array into its elements.
 func elements(raw []byte) ([]json.RawMessage, error) {
+	return elementsBuf(raw, nil)
+}
+
+// elementsBuf is elements, appending to buf, which may be a caller's array
+// on its stack.
+func elementsBuf(raw []byte, buf []json.RawMessage) ([]json.RawMessage, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '[' {
 		return nil, fmt.Errorf("%s is not an array", describe(raw))
 	}
-	var els []json.RawMessage
+	els := buf[:0]
 	for i = skipSpace(raw, i+1); raw[i] != ']'; {
 		end := skipTrusted(raw, i)
 		els = append(els, raw[i:end:end])

@@ -80,7 +80,7 @@ func appendPolicy(b []byte, e *entry) []byte {
 	dur("attemptTimeout", p.AttemptTimeout)
 	if e.jitter != "" {
 		field("jitter")
-		b = appendString(b, e.jitter)
+		b = appendString(b, canonicalJitter(e.jitter))
 	}
 	if e.http != nil || e.grpc != nil {
 		field("retryableStatusCodes")

@@ -164,7 +164,7 @@ func newOverride(source, policy, field, value string) (override, error) {
 	default:
 		ov.raw = appendString(nil, value)
 	}
-	if err := (&entry{}).set(field, ov.raw); err != nil {
+	if err := (&entry{}).set(field, ov.raw, nil); err != nil {
 		return ov, fmt.Errorf("retryconfig: %s: %w", source, err)
 	}
 	return ov, nil
@@ -194,7 +194,7 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 			e = &entry{}
 			c.policies[name] = e
 		}
-		if err := e.set(ov.field, ov.raw); err != nil {
+		if err := e.set(ov.field, ov.raw, nil); err != nil {
 			p.add(ov.source, true, "%v", err)
 		}
 		touched[name] = true

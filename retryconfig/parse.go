@@ -1,6 +1,7 @@
 package retryconfig
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -29,42 +30,66 @@ func parseDoc(data []byte, p *problems) *Config {
 		p.add("", false, "%v", err)
 		return c
 	}
-	top, err := members(data, nil)
+	// The policies are read where they lie, each in one pass over its
+	// bytes; their names go into the map once all are read, when their
+	// number is known.
+	type named struct {
+		name string
+		e    *entry
+	}
+	var (
+		policies []named
+		slab     []entry // entries, a chunk at a time: a few allocations for a thousand
+		values   memo
+	)
+	_, err := walk(data, 0, true, func(key string, v int) int {
+		switch key {
+		case "policies":
+			end, err := walk(data, v, false, func(name string, pv int) int {
+				if name == "" {
+					p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+					return skipTrusted(data, pv)
+				}
+				if len(slab) == cap(slab) {
+					slab = make([]entry, 0, min(max(16, 2*cap(slab)), 1024))
+				}
+				slab = slab[:len(slab)+1]
+				e := &slab[len(slab)-1]
+				policies = append(policies, named{name, e})
+				return parsePolicy(e, name, data, pv, &values, p)
+			})
+			if err != nil {
+				p.add("policies", false, "%v", err)
+				return skipTrusted(data, v)
+			}
+			return end
+		case "budgets":
+			end := skipTrusted(data, v)
+			parseBudgets(c, data[v:end:end], p)
+			return end
+		default:
+			p.add(key, false, "unknown field (want policies or budgets)")
+			return skipTrusted(data, v)
+		}
+	})
 	if err != nil {
 		p.add("", false, "%v", err)
 		return c
 	}
-	var policies []member
-	for _, m := range top {
-		switch m.key {
-		case "policies":
-			policies, err = members(m.val, nil)
-			if err != nil {
-				p.add("policies", false, "%v", err)
-			}
-		case "budgets":
-			parseBudgets(c, m.val, p)
-		default:
-			p.add(m.key, false, "unknown field (want policies or budgets)")
-		}
-	}
 	if len(policies) > 8 {
 		c.policies = make(map[string]*entry, len(policies))
 	}
-	slab := make([]entry, len(policies)) // one allocation for all the entries
-	for i, m := range policies {
-		if m.key == "" {
-			p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+	for _, n := range policies {
+		if _, dup := c.policies[n.name]; dup {
+			p.add("policies", false, "%q appears twice", n.name)
 			continue
 		}
-		e := &slab[i]
-		parsePolicy(e, m.key, m.val, p)
-		if e.budget != "" {
-			if _, ok := c.budgets[e.budget]; !ok {
-				p.add("policies."+m.key+".budget", true, "%q is not a member of budgets", e.budget)
+		if n.e.budget != "" { // budgets may come after the policies
+			if _, ok := c.budgets[n.e.budget]; !ok {
+				p.add("policies."+n.name+".budget", true, "%q is not a member of budgets", n.e.budget)
 			}
 		}
-		c.policies[m.key] = e
+		c.policies[n.name] = n.e
 	}
 	return c
 }
@@ -112,31 +137,34 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 	}
 }
 
-// parsePolicy reads the policy of our format named name into e.
-func parsePolicy(e *entry, name string, raw []byte, p *problems) {
-	var buf [12]member // a policy's fields, without an allocation
-	fields, err := members(raw, buf[:0])
-	if err != nil { // paths are built only for an error: a thousand concatenations add up
-		p.add("policies."+name, true, "%v", err)
-		return
-	}
+// parsePolicy reads the policy of our format named name, the value at
+// data[v:], into e, and returns the offset of its end.
+func parsePolicy(e *entry, name string, data []byte, v int, m *memo, p *problems) int {
 	bad := false
-	for _, f := range fields {
-		if err := e.set(f.key, f.val); err != nil {
-			bad = true
-			p.add("policies."+name+"."+f.key, true, "%v", err)
+	end, err := walk(data, v, true, func(key string, fv int) int {
+		fend := skipTrusted(data, fv)
+		if err := e.set(key, data[fv:fend:fend], m); err != nil {
+			bad = true // paths are built only for an error: a thousand concatenations add up
+			p.add("policies."+name+"."+key, true, "%v", err)
 		}
+		return fend
+	})
+	if err != nil {
+		p.add("policies."+name, true, "%v", err)
+		return skipTrusted(data, v)
 	}
-	pol := &e.policy
 	if !bad {
-		checkPolicy(name, pol, p)
+		checkPolicy(name, &e.policy, p)
 	}
+	return end
 }
 
 var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
 
 // set sets one field of a policy of our format from its JSON value.
-func (e *entry) set(key string, raw []byte) error {
+// m, if not nil, keeps the values that repeat across the policies of one
+// document.
+func (e *entry) set(key string, raw []byte, m *memo) error {
 	pol := &e.policy
 	var err error
 	switch key {
@@ -150,13 +178,13 @@ func (e *entry) set(key string, raw []byte) error {
 			pol.MaxAttempts = n
 		}
 	case "baseBackoff":
-		pol.BaseBackoff, err = durationJSON(raw)
+		pol.BaseBackoff, err = m.duration(raw)
 	case "maxBackoff":
-		pol.MaxBackoff, err = durationJSON(raw)
+		pol.MaxBackoff, err = m.duration(raw)
 	case "maxElapsed":
-		pol.MaxElapsed, err = durationJSON(raw)
+		pol.MaxElapsed, err = m.duration(raw)
 	case "attemptTimeout":
-		pol.AttemptTimeout, err = durationJSON(raw)
+		pol.AttemptTimeout, err = m.duration(raw)
 	case "factor":
 		var x float64
 		x, err = number(raw)
@@ -167,15 +195,18 @@ func (e *entry) set(key string, raw []byte) error {
 			pol.Factor = x
 		}
 	case "jitter":
-		var s string
-		if s, err = str(raw); err == nil {
-			pol.Jitter, e.jitter, err = parseJitter(s)
+		var j jitterText
+		if j, err = m.jitter(raw); err == nil {
+			pol.Jitter, e.jitter = j.jitter, j.text // as written: Marshal writes its canonical form
 		}
 	case "retryableStatusCodes":
-		e.http, e.grpc, err = parseCodes(raw)
+		var cs codeLists
+		if cs, err = m.codeLists(raw); err == nil {
+			e.http, e.grpc = cs.http, cs.grpc
+		}
 	case "budget":
 		var s string
-		s, err = str(raw)
+		s, err = m.text(raw)
 		if err == nil && s == "" {
 			err = errorf("the empty name is no budget: leave the field out")
 		}
@@ -209,32 +240,52 @@ func checkPolicy(name string, pol *retry.Policy, p *problems) {
 	}
 }
 
-// parseJitter reads a jitter's name and returns it with its canonical text.
-func parseJitter(s string) (retry.Jitter, string, error) {
+// parseJitter reads a jitter's name.
+func parseJitter(s string) (retry.Jitter, error) {
 	switch s {
 	case "full":
-		return retry.FullJitter, s, nil
+		return retry.FullJitter, nil
 	case "equal":
-		return retry.EqualJitter, s, nil
+		return retry.EqualJitter, nil
 	case "decorrelated":
-		return retry.DecorrelatedJitter, s, nil
+		return retry.DecorrelatedJitter, nil
 	case "none":
-		return retry.NoJitter, s, nil
+		return retry.NoJitter, nil
 	}
-	if spread, ok := strings.CutPrefix(s, "band:"); ok {
-		x, err := strconv.ParseFloat(spread, 64)
-		if err != nil || !(x >= 0 && x <= 1) {
-			return nil, "", errorf("%q: the spread after band: must be a number in [0, 1], such as \"band:0.3\"", s)
-		}
-		return retry.BandJitter(x), "band:" + strconv.FormatFloat(x, 'g', -1, 64), nil
+	if x, ok, err := bandSpread(s); ok {
+		return retry.BandJitter(x), err
 	}
-	return nil, "", errorf("%q is not a jitter (want full, equal, decorrelated, none or band:<spread>)", s)
+	return nil, errorf("%q is not a jitter (want full, equal, decorrelated, none or band:<spread>)", s)
+}
+
+// bandSpread reads the spread of "band:<spread>", if s is one.
+func bandSpread(s string) (float64, bool, error) {
+	spread, ok := strings.CutPrefix(s, "band:")
+	if !ok {
+		return 0, false, nil
+	}
+	x, err := strconv.ParseFloat(spread, 64)
+	if err != nil || !(x >= 0 && x <= 1) {
+		return 0, true, errorf("%q: the spread after band: must be a number in [0, 1], such as \"band:0.3\"", s)
+	}
+	return x, true, nil
+}
+
+// canonicalJitter is the text Marshal writes for a jitter that parseJitter
+// accepted: "band:0.30" as "band:0.3", so that Marshal's output does not
+// depend on how the spread was written.
+func canonicalJitter(s string) string {
+	if x, ok, err := bandSpread(s); ok && err == nil {
+		return "band:" + strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return s
 }
 
 // parseCodes reads retryableStatusCodes: numbers are HTTP statuses,
 // strings gRPC code names.
 func parseCodes(raw []byte) (http []int, grpc []uint32, err error) {
-	els, err := elements(raw)
+	var buf [8]json.RawMessage // the codes of a policy, without an allocation
+	els, err := elementsBuf(raw, buf[:0])
 	if err != nil {
 		return nil, nil, err
 	}

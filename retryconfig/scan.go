@@ -1,6 +1,7 @@
 package retryconfig
 
 import (
+	"bytes"
 	"fmt"
 	"unicode/utf8"
 )
@@ -174,12 +175,14 @@ func skipNumber(b []byte, i int) (int, error) {
 func unquote(raw []byte) string {
 	inner := raw[1 : len(raw)-1]
 	for _, c := range inner {
-		if c == '\\' {
-			return unquoteSlow(raw)
+		if c == '\\' || c >= utf8.RuneSelf {
+			// An escape, or UTF-8 that must be checked (encoding/json
+			// turns an invalid sequence into U+FFFD): the rare case.
+			if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+				return unquoteSlow(raw)
+			}
+			break
 		}
-	}
-	if !utf8.Valid(inner) {
-		return unquoteSlow(raw)
 	}
 	switch string(inner) { // the names of fields, without an allocation each
 	case "maxAttempts":

@@ -117,6 +117,14 @@
 // MaxAttempts or the Budget, since the server's handler saw the call at most
 // once.
 //
+// # Hedging
+//
+// With [WithPolicies], a unary method whose policy has a gRFC A6
+// hedgingPolicy is hedged rather than retried: several copies race, one
+// each hedgingDelay, and the first OK or fatal status decides the call (see
+// WithPolicies for the rules). grpc-go parses hedgingPolicy but does not
+// act on it, so the two never stack. Streams are not hedged.
+//
 // # Order among interceptors
 //
 // Interceptors placed before this one in the chain see one call, whatever

@@ -19,16 +19,41 @@ import (
 // [CallPolicy] still wins, and a method is retried only if it is marked
 // idempotent, as without WithPolicies.
 //
-// A Config's hedgingPolicy (see retryconfig.Config.Hedging) is not acted
-// on here yet: such a method gets the one attempt of its policy.
+// A unary method whose policy has a hedgingPolicy (retryconfig.Hedging,
+// from a gRPC service config) is hedged as gRFC A6 says: up to maxAttempts
+// copies, one each hedgingDelay (all at once for a delay of 0) while none
+// has answered; the first OK or fatal status (one not in
+// nonFatalStatusCodes) decides the call and the other copies are
+// cancelled; a non-fatal status sends the next copy at once; a pushback
+// that says stop, or asks for [WithMaxRetryAfter] or more, sends no more,
+// and one that says wait n ms sends the next n ms later and holds the
+// target back (see [WithoutHold]), whose hold the first copy waits for as
+// any first attempt does; a Budget (retryThrottling) lets a copy after the first go only
+// while it holds more than half its tokens, and counts each copy's outcome.
+// Each copy carries grpc-previous-rpc-attempts, and gets the whole call's
+// MaxElapsed and deadline. The call returns once every copy has answered or
+// been cancelled. The header, trailer and peer that the caller asks for
+// (grpc.Header, grpc.Trailer, grpc.Peer) are the deciding copy's. Its Trace
+// and Summary record the race as one attempt, whose Reason counts the
+// copies. Hedging, like retrying, needs the method marked idempotent; a
+// call with its own CallPolicy, a method that grpc-go retries itself and a
+// reply that is not a protobuf message get one attempt instead. Streams are
+// not hedged: a stream's policy with a hedgingPolicy makes one attempt.
 func WithPolicies(live *retryconfig.Live) Option {
 	return Option{func(c *config) { c.policies = live }}
 }
 
 // policyFor is the Policy of a call of method.
 func (cfg *config) policyFor(method string) retry.Policy {
+	p, _, _ := cfg.policyAndHedging(method)
+	return p
+}
+
+// policyAndHedging is the Policy of a call of method, and its hedging, if
+// it has one, from one Config, so that an update cannot come between them.
+func (cfg *config) policyAndHedging(method string) (retry.Policy, retryconfig.Hedging, bool) {
 	if cfg.policies == nil {
-		return cfg.policy
+		return cfg.policy, retryconfig.Hedging{}, false
 	}
 	conf := cfg.policies.Config()
 	name := retryconfig.DefaultName
@@ -47,7 +72,8 @@ func (cfg *config) policyFor(method string) retry.Policy {
 		}
 		p.Classifier = set.classify
 	}
-	return p
+	h, hedged := conf.Hedging(name)
+	return p, h, hedged
 }
 
 // classify retries the codes of s, and an attempt that timed out, as the

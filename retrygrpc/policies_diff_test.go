@@ -122,3 +122,40 @@ func TestServiceConfigDifferentialThrottling(t *testing.T) {
 	t.Logf("attempts per call: grpc-go %v, retrygrpc %v", grpcGo, ours)
 	assert.Equal(t, grpcGo, ours)
 }
+
+// TestServiceConfigDifferentialHedging gives a hedgingPolicy to both. grpc-go
+// parses it but does not hedge (gRFC A6: "Implemented in: ... Go except
+// hedging"): it sends one copy, whatever the status. So the number of copies
+// the interceptor sends is checked against A6's text instead, in
+// TestHedgingFollowsA6; this test pins the difference, so that the day
+// grpc-go hedges, it fails and the two can be compared directly.
+func TestServiceConfigDifferentialHedging(t *testing.T) {
+	const sc = `{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
+		"hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.01s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}`
+	cfg, err := retryconfig.ParseServiceConfig([]byte(sc))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		code         codes.Code
+		grpcGo, ours int
+	}{
+		{codes.Unavailable, 1, 3}, // non-fatal: every copy goes
+		{codes.Internal, 1, 1},    // fatal: the first decides
+		{codes.OK, 1, 1},
+	} {
+		t.Run(tc.code.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newServer(fail(tc.code))
+				_ = call(t, dial(t, srv, grpc.WithDefaultServiceConfig(sc)), false)
+				assert.Len(t, srv.seen(), tc.grpcGo, "grpc-go")
+			})
+			synctest.Test(t, func(t *testing.T) {
+				srv := newServer(fail(tc.code))
+				c := dial(t, srv, grpc.WithDefaultServiceConfig(sc), withRetry(retry.Policy{},
+					retrygrpc.WithAllIdempotent(), retrygrpc.WithPolicies(retryconfig.NewLive(cfg))))
+				err := call(t, c, false)
+				assert.Len(t, srv.seen(), tc.ours, "retrygrpc")
+				assert.Equal(t, tc.code, status.Code(err))
+			})
+		})
+	}
+}

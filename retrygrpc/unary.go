@@ -61,9 +61,13 @@ type unaryCall struct {
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	co := callOptionsOf(opts)
-	p := cfg.policyFor(method)
+	p, h, hedged := cfg.policyAndHedging(method)
 	if co.policy != nil {
 		p = *co.policy
+	} else if hedged {
+		if hc := cfg.hedged(ctx, method, req, reply, cc, invoker, co, opts, &p, h); hc != nil {
+			return hc.run(p)
+		}
 	}
 	c := &unaryCall{req: req, reply: reply, invoker: invoker}
 	c.init(cfg, ctx, method, cc, co, &p)
