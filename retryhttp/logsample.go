@@ -1,9 +1,12 @@
 package retryhttp
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,10 +134,9 @@ type summary struct {
 // the summaries that are due, to be written before it. It allocates only
 // when a group is new or a summary is due.
 func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level slog.Level, reason string, attempt int) (bool, []summary) {
-	window := cfg.window()
+	window, first := cfg.window(), cfg.first()
 	var due []summary
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.keys == nil {
 		s.keys = make(map[sampleKey]*sampleState)
 	}
@@ -159,8 +161,9 @@ func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level sl
 		due = st.flush(k, due)
 	}
 	st.seen = now
-	if st.passed < cfg.first() {
+	if st.passed < first {
 		st.passed++
+		s.mu.Unlock()
 		return true, due
 	}
 	if st.n == 0 {
@@ -170,6 +173,7 @@ func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level sl
 	st.last, st.reason = now, reason
 	st.level = max(st.level, level)
 	st.maxAttempt = max(st.maxAttempt, attempt)
+	s.mu.Unlock() // not deferred: the suppressed path is the hot one
 	return false, due
 }
 
@@ -187,6 +191,10 @@ func (s *logSampler) sweep(now time.Time, window time.Duration) []summary {
 		}
 	}
 	s.nextSweep = now.Add(window)
+	// In a stable order, not the map's: lines of one origin stay together.
+	slices.SortFunc(due, func(a, b summary) int {
+		return cmp.Or(strings.Compare(a.key.origin, b.key.origin), cmp.Compare(a.key.class, b.key.class))
+	})
 	return due
 }
 

@@ -19,14 +19,12 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // lineCounter drives a sampler and counts the lines it would write, per
 // minute since t0, and every event a written line or a summary stands for.
 type lineCounter struct {
-	s        logSampler
-	cfg      LogSampling
-	perMin   map[int]int
-	events   int // events admitted
-	covered  int // events written or counted in a summary
-	sums     []summary
-	maxAtt   int
-	lastSeen string
+	s       logSampler
+	cfg     LogSampling
+	perMin  map[int]int
+	events  int // events admitted
+	covered int // events written or counted in a summary
+	sums    []summary
 }
 
 func newLineCounter(cfg LogSampling) *lineCounter {
