@@ -47,6 +47,8 @@ type call struct {
 	doneTrace retry.Trace // what the loop ended with, for Transport.OnDone
 	doneErr   error
 	reported  bool // Transport.OnDone has been called
+
+	hint sampleHint // the Logger's last group of lines, for LogSampling
 }
 
 func (t *Transport) newCall(req *http.Request, opts options) *call {

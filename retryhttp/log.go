@@ -157,7 +157,7 @@ func (c *call) sample(level slog.Level, kind logKind, n int, reason string, at t
 	if at.IsZero() {
 		at = clocks.Now(c.clk)
 	}
-	pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), sampleClass(kind, c.status)}, at, level, reason, n)
+	pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), sampleClass(kind, c.status)}, at, level, reason, n, &c.hint)
 	for _, m := range due {
 		m.write(l)
 	}

@@ -96,7 +96,9 @@ func (k sampleKey) status() int   { return k.class & 0xffff }
 // sampleState is one group's streak and the lines it suppressed in the
 // current window.
 type sampleState struct {
-	passed int       // lines of the streak written
+	key    sampleKey // the group's, or the overflow group's
+	gone   bool      // forgotten by a sweep: a hint to it is stale
+	passed int       // lines of the streak written; -1: new
 	seen   time.Time // the latest line, written or not
 
 	n          int // lines suppressed in this window
@@ -133,7 +135,11 @@ type summary struct {
 // admit reports whether a line of group k, at now, is written, and returns
 // the summaries that are due, to be written before it. It allocates only
 // when a group is new or a summary is due.
-func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level slog.Level, reason string, attempt int) (bool, []summary) {
+//
+// hint, if not nil, is the caller's memory of its last group: a call whose
+// lines repeat a group (a retry after a retry) skips the map. It is read
+// and written only under the sampler's lock.
+func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level slog.Level, reason string, attempt int, hint *sampleHint) (bool, []summary) {
 	window, first := cfg.window(), cfg.first()
 	var due []summary
 	s.mu.Lock()
@@ -143,22 +149,23 @@ func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level sl
 	if !now.Before(s.nextSweep) {
 		due = s.sweep(now, window)
 	}
-	st := s.keys[k]
-	if st == nil {
-		if len(s.keys) >= maxLogKeys {
-			k = sampleKey{origin: overflowOrigin}
-			st = s.keys[k]
+	var st *sampleState
+	if hint != nil && hint.st != nil && !hint.st.gone && hint.key == k {
+		st = hint.st
+	} else {
+		st = s.lookup(k)
+		if hint != nil {
+			hint.key, hint.st = k, st
 		}
-		if st == nil {
-			st = &sampleState{}
-			s.keys[k] = st
-		}
+	}
+	if st.passed < 0 { // new
+		st.passed = 0
 	} else if now.Sub(st.seen) >= window { // quiet for a window: a new streak
-		due = st.flush(k, due)
+		due = st.flush(st.key, due)
 		st.passed = 0
 	}
 	if st.n > 0 && now.Sub(st.first) >= window {
-		due = st.flush(k, due)
+		due = st.flush(st.key, due)
 	}
 	st.seen = now
 	if st.passed < first {
@@ -177,6 +184,29 @@ func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level sl
 	return false, due
 }
 
+// lookup returns k's group, made new (passed < 0) if it has none, or the
+// overflow group when the map is full.
+func (s *logSampler) lookup(k sampleKey) *sampleState {
+	st := s.keys[k]
+	if st == nil {
+		if len(s.keys) >= maxLogKeys {
+			k = sampleKey{origin: overflowOrigin}
+			st = s.keys[k]
+		}
+		if st == nil {
+			st = &sampleState{key: k, passed: -1}
+			s.keys[k] = st
+		}
+	}
+	return st
+}
+
+// sampleHint is a call's last group, for [logSampler.admit].
+type sampleHint struct {
+	key sampleKey
+	st  *sampleState
+}
+
 // sweep writes the summaries of groups whose window has ended and forgets
 // the groups that went quiet, so that a group that stops failing still has
 // its count written and the map stays small. It runs once per window.
@@ -187,6 +217,7 @@ func (s *logSampler) sweep(now time.Time, window time.Duration) []summary {
 			due = st.flush(k, due)
 		}
 		if st.n == 0 && now.Sub(st.seen) >= window {
+			st.gone = true
 			delete(s.keys, k)
 		}
 	}

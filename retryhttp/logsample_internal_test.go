@@ -25,6 +25,7 @@ type lineCounter struct {
 	events  int // events admitted
 	covered int // events written or counted in a summary
 	sums    []summary
+	hint    sampleHint // as a call keeps it: hits, misses and stale hints all happen
 }
 
 func newLineCounter(cfg LogSampling) *lineCounter {
@@ -33,7 +34,7 @@ func newLineCounter(cfg LogSampling) *lineCounter {
 
 func (lc *lineCounter) event(k sampleKey, now time.Time, reason string, attempt int) {
 	lc.events++
-	pass, due := lc.s.admit(lc.cfg, k, now, slog.LevelInfo, reason, attempt)
+	pass, due := lc.s.admit(lc.cfg, k, now, slog.LevelInfo, reason, attempt, &lc.hint)
 	m := int(now.Sub(t0) / time.Minute)
 	for _, d := range due {
 		lc.perMin[m]++
@@ -166,10 +167,11 @@ func TestLogSamplingExactUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var hint sampleHint
 			for i := range 500 {
 				// Times spread over three windows, out of order across goroutines.
 				now := t0.Add(time.Duration(g*500+i) * 10 * time.Millisecond)
-				pass, due := s.admit(LogSampling{}, k, now, slog.LevelWarn, "503 Service Unavailable", 1)
+				pass, due := s.admit(LogSampling{}, k, now, slog.LevelWarn, "503 Service Unavailable", 1, &hint)
 				mu.Lock()
 				if pass {
 					written++
@@ -182,7 +184,7 @@ func TestLogSamplingExactUnderConcurrency(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	_, due := s.admit(LogSampling{}, sampleKey{origin: "https://other.example"}, t0.Add(time.Hour), slog.LevelInfo, "", 1)
+	_, due := s.admit(LogSampling{}, sampleKey{origin: "https://other.example"}, t0.Add(time.Hour), slog.LevelInfo, "", 1, nil)
 	for _, d := range due {
 		counted += d.n
 	}
@@ -255,7 +257,7 @@ func BenchmarkSamplerAdmit(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		s.admit(LogSampling{}, k, now, slog.LevelInfo, "503 Service Unavailable", 2)
+		s.admit(LogSampling{}, k, now, slog.LevelInfo, "503 Service Unavailable", 2, nil)
 	}
 }
 
@@ -268,4 +270,32 @@ type countHandler struct {
 func (h countHandler) Handle(ctx context.Context, r slog.Record) error {
 	*h.n++
 	return h.Handler.Handle(ctx, r)
+}
+
+// A call's hint to a group that a sweep forgot is not used: the group's
+// lines go to the map's group, where the next summary finds them.
+func TestLogSamplingStaleHint(t *testing.T) {
+	t.Parallel()
+	var s logSampler
+	var hint sampleHint
+	k := sampleKey{"https://api.example", sampleClass(logRetrying, 503)}
+	cfg := LogSampling{First: 1, Window: time.Second}
+	s.admit(cfg, k, t0, slog.LevelInfo, "503 Service Unavailable", 1, &hint)
+	old := hint.st
+	// Another group's line, two windows on, sweeps k away.
+	s.admit(cfg, sampleKey{origin: "https://other.example"}, t0.Add(2*time.Second), slog.LevelInfo, "", 1, nil)
+	require.NotContains(t, s.keys, k)
+	for i := range 3 {
+		s.admit(cfg, k, t0.Add(3*time.Second+time.Duration(i)), slog.LevelInfo, "timeout", 2, &hint)
+	}
+	require.Same(t, s.keys[k], hint.st)
+	assert.NotSame(t, old, hint.st)
+	_, due := s.admit(cfg, k, t0.Add(5*time.Second), slog.LevelInfo, "timeout", 2, &hint)
+	var n int
+	for _, d := range due {
+		if d.key == k {
+			n += d.n
+		}
+	}
+	assert.Equal(t, 2, n, "the new streak's 1 line passed and 2 were suppressed")
 }
