@@ -14,10 +14,12 @@ import (
 // returned as it is; MaxAttempts used up ([ErrExhausted]); a next wait that
 // would pass MaxElapsed or the ctx deadline ([ErrDeadline], returned at once
 // rather than after sleeping); a refusal by the Budget
-// ([ErrBudgetExhausted]); or ctx ending, which is seen at once, even
+// ([ErrBudgetExhausted]); a refusal by the Throttle ([ErrThrottled]) or
+// the Breaker ([ErrBreakerOpen]), before any attempt, the first included,
+// that they would not let through; or ctx ending, which is seen at once, even
 // mid-wait, and after which op is never called again (the error then matches
 // ctx.Err() and context.Cause). Each of these errors is a [*StopError] and
-// also matches the last attempt's error with errors.Is; the first three
+// also matches the last attempt's error with errors.Is; all but ctx's
 // match [ErrGaveUp]. After the last attempt Do returns without waiting. An
 // invalid p returns its Validate error and op is never called.
 //
@@ -143,6 +145,11 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 	var sl sleeper
 	defer sl.stop()
+	var g guard
+	if p.Throttle != nil || p.Breaker != nil {
+		g.th, g.br = p.Throttle, p.Breaker
+		defer g.done()
+	}
 	// The loop leaves by break, not return, so that this function keeps few
 	// return statements and the compiler open-codes its defers: a call that
 	// succeeds at once then pays nothing for them.
@@ -153,6 +160,12 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// waits at the cap.
 	var wait, jittered time.Duration
 	for n := 1; ; n++ {
+		if g.th != nil || g.br != nil {
+			if stop := g.before(n); stop != StopNone {
+				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
+				break
+			}
+		}
 		a := t.next(maxAttempts) // filled in place: a call that succeeds at once copies nothing
 		a.Number, a.Wait, a.Start = n, wait, began
 		err = p.call(opCtx, op)
@@ -171,9 +184,15 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			if budget != nil {
 				budget.succeeded()
 			}
+			if g.th != nil || g.br != nil {
+				g.attempted(outcomeSuccess)
+			}
 			break
 		}
 		if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
+			if g.th != nil || g.br != nil {
+				g.attempted(failedOutcome(cerr, false))
+			}
 			a.Reason = cerr.Error()
 			t.stop, err = StopContextDone, ctxStop(ctx, err, n)
 			break
@@ -181,6 +200,9 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 		d := p.Classifier(ctx, *a)
 		a.Reason = d.Reason
+		if g.th != nil || g.br != nil {
+			g.attempted(failedOutcome(nil, d.Retry))
+		}
 		if !d.Retry {
 			t.stop = StopNotRetryable
 			break
@@ -228,6 +250,8 @@ func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int,
 		return 0, StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
 	case budget != nil && !budget.allow():
 		return 0, StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
+	case p.Breaker != nil && !p.Breaker.allowRetry(): // refused now, rather than after the wait
+		return 0, StopBreakerOpen, &StopError{Stop: StopBreakerOpen, Attempts: n, Err: err}
 	}
 	*jittered = p.wait(n, *jittered, rand.Float64())
 	wait := addSat(max(d.RetryAfter, 0), *jittered)

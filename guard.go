@@ -1,0 +1,77 @@
+package retry
+
+import (
+	"context"
+	"time"
+)
+
+// guard is what a retry loop holds of its Policy's Breaker and Throttle
+// for one call: the breaker's ticket, and when the throttle counted the
+// current attempt. A Policy with neither pays two nil checks per attempt.
+type guard struct {
+	th      *Throttle
+	br      *Breaker
+	tk      ticket
+	pending bool      // the breaker admitted the call and has not been told how it went
+	outcome int8      // of the latest attempt
+	at      time.Time // when the throttle counted the latest attempt
+}
+
+// before reports whether attempt n may be sent, or why not. The breaker
+// goes first: an open one refuses without the throttle counting a request.
+func (g *guard) before(n int) StopReason {
+	if g.br != nil {
+		if n == 1 {
+			tk, ok := g.br.admit()
+			if !ok {
+				return StopBreakerOpen
+			}
+			g.tk, g.pending = tk, true
+		} else if !g.br.allowRetry() {
+			return StopBreakerOpen
+		}
+	}
+	if g.th != nil {
+		g.at = now(g.th.clk)
+		if !g.th.allow(g.at, randFloat) {
+			return StopThrottled
+		}
+	}
+	return StopNone
+}
+
+// attempted tells the throttle, and the breaker if it counts attempts, how
+// an attempt went.
+func (g *guard) attempted(outcome int8) {
+	g.outcome = outcome
+	if g.th != nil && outcome != outcomeFailure {
+		g.th.accepted(g.at)
+	}
+	if g.br != nil && g.br.countAttempts {
+		g.br.record(g.tk, outcome)
+		g.pending, g.tk.probe = false, false // only the first attempt probes
+	}
+}
+
+// done tells the breaker how the call went, once. A call that panicked
+// before an outcome counts as nothing, and gives back its probe.
+func (g *guard) done() {
+	if g.pending {
+		g.pending = false
+		g.br.record(g.tk, g.outcome)
+	}
+}
+
+// failedOutcome is the outcome of an attempt that failed with the caller's
+// ctx in state cerr (nil while alive) and the Classifier's verdict retry:
+// a caller who canceled tells nothing about the service, but a deadline
+// that a hanging service ran out does.
+func failedOutcome(cerr error, retry bool) int8 {
+	switch {
+	case cerr == context.Canceled:
+		return outcomeNone
+	case cerr != nil || retry:
+		return outcomeFailure
+	}
+	return outcomeSuccess
+}
