@@ -20,7 +20,9 @@ type ThrottleOptions struct {
 	// K is how many requests the client sends per request the service
 	// accepts before it starts to shed [2]; at least 1. Lower sheds sooner.
 	K float64
-	// Window is the span of time the counts cover [2m].
+	// Window is the span of time the counts cover [2m]. It slides by a
+	// sixteenth of itself: what is older than 15/16 of it may be
+	// forgotten already, and what is older than all of it is.
 	Window time.Duration
 	// MinRequests is how many requests the window must hold before the
 	// Throttle refuses any [20], so that a sparse client never trips.

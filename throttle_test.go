@@ -76,9 +76,11 @@ func TestThrottleWindowSlides(t *testing.T) {
 	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, Window: time.Minute})
 	require.NoError(t, err)
 	th.CountForTest(clk.Now(), 100, 0)
-	clk.Add(59 * time.Second)
+	// The window forgets a sixteenth at a time: what is 56.25s old
+	// (15/16 of it) is surely kept, and what is a minute old surely gone.
+	clk.Add(56 * time.Second)
 	assert.InDelta(t, 0.9, th.RejectProbability(), 1e-12, "within the window")
-	clk.Add(2 * time.Second)
+	clk.Add(4 * time.Second)
 	assert.Zero(t, th.RejectProbability(), "past the window")
 }
 
