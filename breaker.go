@@ -26,7 +26,8 @@ type BreakerOptions struct {
 	// MinCalls is how many calls the Window must hold before the breaker
 	// may open [20].
 	MinCalls int
-	// Window is the span of time over which calls are counted [30s].
+	// Window is the span of time over which calls are counted [30s]; it
+	// slides by a sixteenth of itself, as ThrottleOptions.Window does.
 	Window time.Duration
 	// OpenFor is how long the breaker stays open before it lets probes
 	// through [10s].
