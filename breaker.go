@@ -91,7 +91,9 @@ func (s BreakerState) String() string {
 // retries and hedges are refused rather than sent. A logical call counts
 // once, whatever its retries (see [BreakerOptions.CountAttempts]).
 //
-// Share one Breaker per downstream service. A Breaker is safe for
+// Share one Breaker per downstream service. The zero Breaker is ready to
+// use, with the defaults of a zero [BreakerOptions] and the real clock. A
+// Breaker is safe for
 // concurrent use; a closed one takes no lock (an atomic load to admit a
 // call, and a clock read and an atomic add to count it), and the probe
 // count is exact however many goroutines race for it.
@@ -102,6 +104,8 @@ type Breaker struct {
 	probes        int64
 	countAttempts bool
 	clk           Clock
+	clkComparable bool  // clk can be compared with ==, to share a read with a Throttle
+	width         int64 // of a bucket of w; zero in the zero Breaker, which has the defaults
 
 	state     atomic.Uint64 // generation<<2 | BreakerState: each change of state makes a new generation
 	openUntil atomic.Int64  // UnixNano on clk, while open
@@ -130,7 +134,7 @@ func NewBreaker(o BreakerOptions) (*Breaker, error) {
 		return nil, invalid("BreakerOptions.Probes %d is negative", o.Probes)
 	}
 	b := &Breaker{ratio: o.FailureRatio, minCalls: uint64(o.MinCalls), openFor: o.OpenFor,
-		probes: int64(o.Probes), countAttempts: o.CountAttempts, clk: o.Clock}
+		probes: int64(o.Probes), countAttempts: o.CountAttempts, clk: o.Clock, clkComparable: comparableClock(o.Clock)}
 	if b.ratio == 0 {
 		b.ratio = defaultBreakerRatio
 	}
@@ -147,7 +151,7 @@ func NewBreaker(o BreakerOptions) (*Breaker, error) {
 	if span == 0 {
 		span = defaultBreakerWindow
 	}
-	b.w = newWindow(span)
+	b.width = bucketWidth(span)
 	return b, nil
 }
 
@@ -169,7 +173,7 @@ func (b *Breaker) halfOpen(s uint64) uint64 {
 	if cur := b.state.Load(); cur != s {
 		return cur
 	}
-	b.probesOut.Store(b.probes)
+	b.probesOut.Store(b.params().probes)
 	b.probesOK.Store(0)
 	next := (s>>2+1)<<2 | uint64(BreakerHalfOpen)
 	b.state.Store(next)
@@ -185,7 +189,7 @@ func (b *Breaker) moveFrom(s uint64, to BreakerState, at time.Time) {
 		return
 	}
 	if to == BreakerOpen {
-		b.openUntil.Store(at.Add(b.openFor).UnixNano())
+		b.openUntil.Store(at.Add(b.params().openFor).UnixNano())
 	} else {
 		b.w.reset()
 	}
@@ -262,14 +266,15 @@ const (
 	outcomeFailure        // an error the Classifier would retry
 )
 
-// record counts one outcome of a call admitted with tk.
-func (b *Breaker) record(tk ticket, outcome int8) {
+// record counts one outcome of a call admitted with tk, at at if it is not
+// zero: a time the caller read on the breaker's clock, which saves a read.
+func (b *Breaker) record(tk ticket, outcome int8, at time.Time) {
 	if tk.probe {
 		switch outcome {
 		case outcomeNone:
 			b.giveBack(tk.state)
 		case outcomeSuccess:
-			if b.state.Load() == tk.state && b.probesOK.Add(1) >= b.probes {
+			if b.state.Load() == tk.state && b.probesOK.Add(1) >= b.params().probes {
 				b.moveFrom(tk.state, BreakerClosed, time.Time{})
 			}
 		case outcomeFailure:
@@ -280,13 +285,33 @@ func (b *Breaker) record(tk ticket, outcome int8) {
 	if outcome == outcomeNone || b.state.Load() != tk.state {
 		return // the breaker has moved on since this call began
 	}
-	at := now(b.clk)
+	if at.IsZero() {
+		at = now(b.clk)
+	}
+	c := b.params()
 	if outcome == outcomeSuccess {
-		b.w.add(at, 1, 0)
+		b.w.add(at, c.width, 1, 0)
 		return
 	}
-	b.w.add(at, 1, 1)
-	if calls, failures := b.w.sum(at); calls >= b.minCalls && float64(failures) >= b.ratio*float64(calls) {
+	b.w.add(at, c.width, 1, 1)
+	if calls, failures := b.w.sum(at, c.width); calls >= c.minCalls && float64(failures) >= c.ratio*float64(calls) {
 		b.moveFrom(tk.state, BreakerOpen, at)
 	}
+}
+
+// breakerParams are a Breaker's constants.
+type breakerParams struct {
+	ratio    float64
+	minCalls uint64
+	openFor  time.Duration
+	probes   int64
+	width    int64
+}
+
+// params returns b's constants; the zero Breaker has the defaults.
+func (b *Breaker) params() breakerParams {
+	if b.width == 0 {
+		return breakerParams{defaultBreakerRatio, defaultBreakerMinCalls, defaultBreakerOpenFor, defaultBreakerProbes, bucketWidth(defaultBreakerWindow)}
+	}
+	return breakerParams{b.ratio, b.minCalls, b.openFor, b.probes, b.width}
 }

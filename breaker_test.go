@@ -362,3 +362,25 @@ func TestBreakerOpenRefusesHedge(t *testing.T) {
 	assert.Equal(t, retry.StopBreakerOpen, tr.Stop())
 	assert.Zero(t, sent.Load())
 }
+
+// The zero Breaker and the zero Throttle work, with the defaults.
+func TestZeroBreakerAndThrottle(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, th := &retry.Breaker{}, &retry.Throttle{}
+		p := retry.Policy{MaxAttempts: 1, Breaker: b, Throttle: th}
+		for range 20 { // MinCalls
+			_, err := retry.Do(context.Background(), failOp, p)
+			require.ErrorIs(t, err, errUnavailable)
+		}
+		assert.Equal(t, retry.BreakerOpen, b.State())
+		assert.InDelta(t, 0.9, th.RejectProbability(), 1e-12)
+		time.Sleep(10 * time.Second) // OpenFor
+		assert.Equal(t, retry.BreakerHalfOpen, b.State())
+		for range 3 { // Probes
+			_, err := retry.Do(context.Background(), succeedOp, retry.Policy{Breaker: b})
+			require.NoError(t, err)
+		}
+		assert.Equal(t, retry.BreakerClosed, b.State())
+	})
+}

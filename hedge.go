@@ -309,7 +309,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 	// never takes a half-open breaker's probe.
 	var g guard
 	if p.Throttle != nil || p.Breaker != nil {
-		g.th, g.br = p.Throttle, p.Breaker
+		g = newGuard(p.Throttle, p.Breaker)
 		defer g.done()
 		if stop := g.before(1); stop != StopNone {
 			t.stop = stop

@@ -32,11 +32,14 @@ import (
 // in op, in a hook, in the Jitter or in the Classifier reaches the caller,
 // and leaves no timer or goroutine behind.
 func Do(ctx context.Context, op func(context.Context) error, p Policy) (t Trace, err error) {
-	if p.OnDone != nil {
+	switch {
+	case p.OnDone != nil:
 		err = p.observe(ctx, op, &t)
-		return t, err
+	case p.guarded():
+		err = p.runGuarded(ctx, op, &t)
+	default:
+		err = p.run(ctx, op, &t, nil)
 	}
-	err = p.run(ctx, op, &t)
 	return t, err
 }
 
@@ -60,10 +63,13 @@ func DoValue[T any](ctx context.Context, op func(context.Context) (T, error), p 
 		v, err = op(ctx)
 		return err
 	}
-	if p.OnDone != nil {
+	switch {
+	case p.OnDone != nil:
 		err = p.observe(ctx, f, &t)
-	} else {
-		err = p.run(ctx, f, &t)
+	case p.guarded():
+		err = p.runGuarded(ctx, f, &t)
+	default:
+		err = p.run(ctx, f, &t, nil)
 	}
 	return v, t, err
 }
@@ -79,7 +85,11 @@ var (
 func (p *Policy) observe(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
 	onDone, returned := p.OnDone, false
 	defer func() { callOnDone(ctx, onDone, t, &err, returned) }()
-	err = p.run(ctx, op, t)
+	if p.guarded() {
+		err = p.runGuarded(ctx, op, t)
+	} else {
+		err = p.run(ctx, op, t, nil)
+	}
 	returned = true
 	return err
 }
@@ -97,8 +107,23 @@ func callOnDone(ctx context.Context, onDone func(context.Context, Trace, error),
 	onDone(ctx, *t, *err)
 }
 
-// run is the one retry loop behind Do and DoValue. p is the caller's copy.
-func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
+// guarded reports whether p has a Throttle or a Breaker: such a call takes
+// runGuarded, so that the others pay nothing for them, not even a defer
+// (which would keep run's own from being open-coded).
+func (p *Policy) guarded() bool { return p.Throttle != nil || p.Breaker != nil }
+
+// runGuarded is run through the Policy's Throttle and Breaker. The guard
+// tells the breaker how the call went on every exit, a panic included, so
+// that a probe is never lost.
+func (p *Policy) runGuarded(ctx context.Context, op func(context.Context) error, t *Trace) error {
+	g := newGuard(p.Throttle, p.Breaker)
+	defer g.done()
+	return p.run(ctx, op, t, &g)
+}
+
+// run is the one retry loop behind Do and DoValue. p is the caller's copy;
+// g is nil when it has neither a Throttle nor a Breaker.
+func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace, g *guard) (err error) {
 	switch {
 	case op == nil:
 		t.stop = StopInvalid
@@ -145,11 +170,6 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 	var sl sleeper
 	defer sl.stop()
-	var g guard
-	if p.Throttle != nil || p.Breaker != nil {
-		g.th, g.br = p.Throttle, p.Breaker
-		defer g.done()
-	}
 	// The loop leaves by break, not return, so that this function keeps few
 	// return statements and the compiler open-codes its defers: a call that
 	// succeeds at once then pays nothing for them.
@@ -160,7 +180,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// waits at the cap.
 	var wait, jittered time.Duration
 	for n := 1; ; n++ {
-		if g.th != nil || g.br != nil {
+		if g != nil {
 			if stop := g.before(n); stop != StopNone {
 				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
 				break
@@ -184,13 +204,13 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			if budget != nil {
 				budget.succeeded()
 			}
-			if g.th != nil || g.br != nil {
+			if g != nil {
 				g.attempted(outcomeSuccess)
 			}
 			break
 		}
 		if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
-			if g.th != nil || g.br != nil {
+			if g != nil {
 				g.attempted(failedOutcome(cerr, false))
 			}
 			a.Reason = cerr.Error()
@@ -200,7 +220,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 		d := p.Classifier(ctx, *a)
 		a.Reason = d.Reason
-		if g.th != nil || g.br != nil {
+		if g != nil {
 			g.attempted(failedOutcome(nil, d.Retry))
 		}
 		if !d.Retry {

@@ -56,12 +56,16 @@ type ThrottleOptions struct {
 // RESOURCE_EXHAUSTED, a timeout): a 400 is an accept, since the service did
 // its work. Share one Throttle per downstream service, like a [Budget].
 //
-// A Throttle is safe for concurrent use and takes no lock: an attempt costs
+// The zero Throttle is ready to use, with the defaults of a zero
+// [ThrottleOptions] and the real clock. A Throttle is safe for concurrent
+// use and takes no lock: an attempt costs
 // a clock read, a sum over 16 buckets and two atomic adds.
 type Throttle struct {
 	k, maxReject float64
 	minRequests  uint64
 	clk          Clock
+	clkCmp       bool  // clk can be compared with ==, to share a read with a Breaker
+	width        int64 // of a bucket of w
 	w            window
 }
 
@@ -80,7 +84,7 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	case math.IsNaN(o.MaxReject) || o.MaxReject < 0 || o.MaxReject > 1:
 		return nil, invalid("ThrottleOptions.MaxReject %v is not in (0, 1]", o.MaxReject)
 	}
-	t := &Throttle{k: o.K, maxReject: o.MaxReject, minRequests: uint64(o.MinRequests), clk: o.Clock}
+	t := &Throttle{k: o.K, maxReject: o.MaxReject, minRequests: uint64(o.MinRequests), clk: o.Clock, clkCmp: comparableClock(o.Clock)}
 	if t.k == 0 {
 		t.k = defaultThrottleK
 	}
@@ -94,7 +98,7 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	if span == 0 {
 		span = defaultThrottleWindow
 	}
-	t.w = newWindow(span)
+	t.width = bucketWidth(span)
 	return t, nil
 }
 
@@ -106,24 +110,50 @@ func (t *Throttle) RejectProbability() float64 {
 
 // rejectAt is the SRE formula over the window that ends at at.
 func (t *Throttle) rejectAt(at time.Time) float64 {
-	requests, accepts := t.w.sum(at)
-	if requests < t.minRequests {
+	k, maxReject, minRequests, width := t.params()
+	requests, accepts := t.w.sum(at, width)
+	if requests < minRequests {
 		return 0
 	}
 	r := float64(requests)
-	p := (r - t.k*float64(accepts)) / (r + 1)
-	return min(max(p, 0), t.maxReject)
+	p := (r - k*float64(accepts)) / (r + 1)
+	return min(max(p, 0), maxReject)
 }
 
-// allow counts a request at at and reports whether it may be sent; u is a
-// uniform draw in [0, 1), read only when the probability is not zero.
+// params returns t's constants; the zero Throttle has the defaults.
+func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int64) {
+	if t.width == 0 {
+		return defaultThrottleK, defaultThrottleMaxReject, defaultThrottleMinRequests, bucketWidth(defaultThrottleWindow)
+	}
+	return t.k, t.maxReject, t.minRequests, t.width
+}
+
+// allow reports whether a request may be sent at at, and counts it if
+// not; u is a uniform draw in [0, 1), read only when the probability is
+// not zero. A request sent is counted when its answer comes, with it (see
+// answered): one atomic add per attempt, not two.
 func (t *Throttle) allow(at time.Time, u func() float64) bool {
-	p := t.rejectAt(at)
-	t.w.add(at, 1, 0)
-	return p == 0 || u() >= p
+	if p := t.rejectAt(at); p != 0 && u() < p {
+		t.w.add(at, t.bucketWidth(), 1, 0)
+		return false
+	}
+	return true
 }
 
-// accepted counts an accept at at.
-func (t *Throttle) accepted(at time.Time) { t.w.add(at, 0, 1) }
+// answered counts a request sent at at, and whether it was accepted.
+func (t *Throttle) answered(at time.Time, accepted bool) {
+	if accepted {
+		t.w.add(at, t.bucketWidth(), 1, 1)
+	} else {
+		t.w.add(at, t.bucketWidth(), 1, 0)
+	}
+}
 
 var randFloat = rand.Float64
+
+func (t *Throttle) bucketWidth() int64 {
+	if t.width == 0 {
+		return bucketWidth(defaultThrottleWindow)
+	}
+	return t.width
+}

@@ -14,24 +14,21 @@ const windowBuckets = 16
 // Each bucket holds one sixteenth of the span; a bucket whose epoch is out
 // of date is reset by the first writer that finds it so. A write that races
 // the reset may be lost, which a rate over thousands of events does not
-// notice. The zero window is empty; width must be set before use.
+// notice. The zero window is empty. Its owner passes the width of a bucket,
+// in nanoseconds, to each method.
 type window struct {
-	width   int64 // of a bucket, in nanoseconds
 	buckets [windowBuckets]struct {
 		epoch  atomic.Int64  // which width-long slice of time the counts are for
 		counts atomic.Uint64 // total<<32 | marked
 	}
 }
 
-func newWindow(span time.Duration) window {
-	return window{width: max(int64(span)/windowBuckets, 1)}
-}
-
-func (w *window) epoch(t time.Time) int64 { return t.UnixNano() / w.width }
+// bucketWidth is the width of a bucket of a window that spans span.
+func bucketWidth(span time.Duration) int64 { return max(int64(span)/windowBuckets, 1) }
 
 // add counts total and marked at time t.
-func (w *window) add(t time.Time, total, marked uint64) {
-	e := w.epoch(t)
+func (w *window) add(t time.Time, width int64, total, marked uint64) {
+	e := t.UnixNano() / width
 	b := &w.buckets[uint64(e)%windowBuckets]
 	delta := total<<32 | marked
 	if old := b.epoch.Load(); old != e {
@@ -49,8 +46,8 @@ func (w *window) add(t time.Time, total, marked uint64) {
 }
 
 // sum returns the totals of the window that ends at t.
-func (w *window) sum(t time.Time) (total, marked uint64) {
-	e := w.epoch(t)
+func (w *window) sum(t time.Time, width int64) (total, marked uint64) {
+	e := t.UnixNano() / width
 	for i := range w.buckets {
 		b := &w.buckets[i]
 		if d := e - b.epoch.Load(); d >= 0 && d < windowBuckets {
