@@ -1,0 +1,76 @@
+package outbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// retention is how long a succeeded op is remembered after it finished, so
+// that enqueueing it again is recognized: the time package idempotency and
+// Stripe keep a key.
+const retention = 24 * time.Hour
+
+// compactLocked rewrites the journal with one record per op it keeps (see
+// [FileJournal]), then swaps the new file in. It is called by the flush
+// leader with j.mu held; records appended meanwhile wait in j.buf and go to
+// the new file.
+func (j *FileJournal) compactLocked() error {
+	cutoff := time.Now().Add(-retention)
+	all := make([]*fileEntry, 0, len(j.entries))
+	for k, e := range j.entries {
+		if e.State == Succeeded && e.Finished.Before(cutoff) {
+			delete(j.entries, k)
+			j.live -= e.live
+			continue
+		}
+		if e.State == Succeeded {
+			e.Op.Payload = nil // enough to recognize the key
+		}
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b *fileEntry) int { return compareSeq(a.seq, b.seq) })
+	var buf []byte
+	for _, e := range all {
+		buf = appendRecord(buf, recAdd, &e.Entry)
+	}
+
+	tmp := j.path + ".compact"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockFileOnly(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	fail := func(err error) error {
+		f.Close()
+		unlock()
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := f.Write(buf); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	// The new file holds the lock before it takes the journal's name, so
+	// that no other OpenFile can slip in between.
+	if err := os.Rename(tmp, j.path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(j.path)); err != nil {
+		return fmt.Errorf("%w (the journal was compacted, but the rename may not be durable)", err)
+	}
+	old := j.f
+	j.f = f
+	j.size = int64(len(buf))
+	j.swapLock(unlock)
+	old.Close()
+	return nil
+}

@@ -1,0 +1,377 @@
+package outbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// FileJournal is the embedded [Journal]: one append-only file, with no
+// dependency but the standard library.
+//
+// Each Add and Update appends one record (framed as the package doc says)
+// and returns once the file is fsync'd. Calls made at the same time share
+// one write and one fsync (group commit): a caller that arrives while a
+// sync runs waits for it, then the next sync carries every record that
+// arrived meanwhile.
+//
+// OpenFile replays the file. A crash mid-append leaves a torn last record:
+// its length, checksum or fields do not hold, so recovery keeps every
+// record before it (every record whose Add or Update returned) and cuts
+// the file there. Anything after the first bad record is dropped too: only
+// the tail can be torn by a crash, so a bad record earlier means the disk
+// lost data, and nothing after it can be trusted.
+//
+// When the file has grown to twice what its ops need (and to at least
+// 1 MiB), it is compacted: the latest state of each op is written to a new file,
+// which is fsync'd and renamed over the old one, and the directory is
+// fsync'd. Ops that succeeded more than 24h ago are dropped then; those
+// that succeeded more recently are kept without their payload, so that
+// enqueueing one again is still recognized. Pending and failed ops are kept.
+//
+// One FileJournal owns the file at a time: OpenFile takes an exclusive lock
+// (flock on Unix; a lock file beside the journal elsewhere), and a second
+// OpenFile, from this process or another, fails with [ErrLocked] until
+// Close. The file is created with mode 0600: it holds every payload.
+type FileJournal struct {
+	path   string
+	unlock func() error
+
+	mu       sync.Mutex
+	flushed  *sync.Cond // signaled when a flush ends
+	f        *os.File
+	size     int64 // bytes in the file
+	live     int64 // about what a compacted file would take
+	compact  int64 // least size at which to compact
+	entries  map[string]*fileEntry
+	seq      uint64
+	buf      []byte // records not yet written
+	spare    []byte
+	cur      *batch // the batch buf belongs to
+	flushing bool
+	err      error // sticky: set when a write or sync failed
+	closed   bool
+}
+
+type fileEntry struct {
+	Entry
+	seq  uint64 // Add order
+	live int64  // about what its record takes in a compacted file
+}
+
+// liveSize estimates the size of e's record in a compacted file: its
+// strings plus a bound on its varints.
+func liveSize(e *Entry) int64 {
+	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError)
+	if e.State != Succeeded { // compaction drops a succeeded op's payload
+		n += len(e.Op.Payload)
+	}
+	return int64(frameHeader + 1 + n + 64) // 5 times, 2 ints, 6 lengths
+}
+
+// batch is one group commit: every record appended between two flushes.
+type batch struct {
+	done chan struct{} // closed when its flush ended, err then set
+	lead chan struct{} // closed when the flush before it ended
+	err  error
+}
+
+// minCompact is the least size at which a journal is compacted.
+const minCompact = 1 << 20
+
+// OpenFile opens the journal at path, creating it when missing, and
+// recovers what it holds (see [FileJournal]). It fails with an error
+// matching [ErrLocked] if the journal is open elsewhere.
+func OpenFile(path string) (*FileJournal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open journal: %w", err)
+	}
+	unlock, err := lockFile(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j := &FileJournal{path: path, unlock: unlock, f: f, entries: make(map[string]*fileEntry)}
+	j.flushed = sync.NewCond(&j.mu)
+	if err := j.recover(); err != nil {
+		f.Close()
+		unlock()
+		return nil, err
+	}
+	_ = os.Remove(path + ".compact") // a compaction cut short by a crash
+	// The file may be new: make its name as durable as its records.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		unlock()
+		return nil, err
+	}
+	j.compact = minCompact
+	return j, nil
+}
+
+// recover replays the file into j.entries and cuts a torn tail.
+func (j *FileJournal) recover() error {
+	r := bufio.NewReaderSize(j.f, 1<<16)
+	var good int64
+	var hdr [frameHeader]byte
+	var p []byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			return fmt.Errorf("outbox: read journal: %w", err)
+		}
+		n := binary.LittleEndian.Uint32(hdr[:])
+		if n == 0 || n > maxRecord {
+			break
+		}
+		p = slices.Grow(p[:0], int(n))[:n]
+		if _, err := io.ReadFull(r, p); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			return fmt.Errorf("outbox: read journal: %w", err)
+		}
+		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
+			break
+		}
+		typ, e, err := decodeRecord(p)
+		if err != nil {
+			break
+		}
+		j.apply(typ, e)
+		good += frameHeader + int64(n)
+	}
+	st, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	if st.Size() != good {
+		if err := j.f.Truncate(good); err != nil {
+			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
+		}
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
+		}
+	}
+	if _, err := j.f.Seek(good, io.SeekStart); err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	j.size = good
+	return nil
+}
+
+// apply replays one record on j.entries. An update of an unknown key is
+// one whose add was compacted away after the op finished: dropped.
+func (j *FileJournal) apply(typ byte, e Entry) {
+	old, ok := j.entries[e.Op.Key]
+	switch {
+	case !ok && typ == recAdd:
+		j.seq++
+		old = &fileEntry{seq: j.seq}
+		j.entries[e.Op.Key] = old
+	case !ok:
+		return
+	case typ == recUpdate:
+		e.Op.Kind, e.Op.Payload, e.Enqueued = old.Op.Kind, old.Op.Payload, old.Enqueued
+	}
+	old.Entry = e
+	l := liveSize(&e)
+	j.live += l - old.live
+	old.live = l
+}
+
+// Add implements [Journal].
+func (j *FileJournal) Add(ctx context.Context, e Entry) error {
+	if err := validKey(e.Op.Key); err != nil {
+		return err
+	}
+	if len(e.Op.Payload) > MaxPayload {
+		return fmt.Errorf("%w: payload of %d bytes, over MaxPayload", ErrInvalidOp, len(e.Op.Payload))
+	}
+	e.Op.Payload = slices.Clone(e.Op.Payload)
+	return j.commit(ctx, func() error {
+		if _, ok := j.entries[e.Op.Key]; ok {
+			return ErrDuplicate
+		}
+		j.apply(recAdd, e)
+		j.buf = appendRecord(j.buf, recAdd, &e)
+		return nil
+	})
+}
+
+// Update implements [Journal].
+func (j *FileJournal) Update(ctx context.Context, e Entry) error {
+	return j.commit(ctx, func() error {
+		if _, ok := j.entries[e.Op.Key]; !ok {
+			return ErrUnknownKey
+		}
+		j.apply(recUpdate, e)
+		j.buf = appendRecord(j.buf, recUpdate, &e)
+		return nil
+	})
+}
+
+// Load implements [Journal].
+func (j *FileJournal) Load(ctx context.Context) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, ErrClosed
+	}
+	all := make([]*fileEntry, 0, len(j.entries))
+	for _, e := range j.entries {
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b *fileEntry) int { return compareSeq(a.seq, b.seq) })
+	out := make([]Entry, len(all))
+	for i, e := range all {
+		out[i] = e.Entry
+		out[i].Op.Payload = slices.Clone(e.Op.Payload)
+	}
+	return out, nil
+}
+
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// commit runs add under j.mu, which appends records to j.buf, then returns
+// once they are durable. A caller that finds no flush running becomes the
+// leader: it writes and syncs every record appended so far, its own among
+// them. Callers that arrive meanwhile wait for their batch; when a flush
+// ends, one of the next batch's callers leads its flush. So a caller waits
+// for at most the flush under way and its own.
+func (j *FileJournal) commit(ctx context.Context, add func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	switch {
+	case j.closed:
+		j.mu.Unlock()
+		return ErrClosed
+	case j.err != nil:
+		err := j.err
+		j.mu.Unlock()
+		return err
+	}
+	if err := add(); err != nil {
+		j.mu.Unlock()
+		return err
+	}
+	if j.cur == nil {
+		j.cur = &batch{done: make(chan struct{}), lead: make(chan struct{})}
+	}
+	b := j.cur
+	if !j.flushing {
+		j.flush()
+		j.mu.Unlock()
+		return b.err
+	}
+	j.mu.Unlock()
+	select {
+	case <-b.done: // bounded: the flush under way, then b's
+		return b.err
+	case <-b.lead:
+	}
+	j.mu.Lock()
+	if j.cur == b && !j.flushing && !j.closed { // no other caller of b took the lead
+		j.flush()
+	}
+	j.mu.Unlock()
+	<-b.done
+	return b.err
+}
+
+// flush writes and syncs the current batch, with j.mu held on entry and on
+// return but not during the write, then hands the lead to the next batch.
+func (j *FileJournal) flush() {
+	j.flushing = true
+	buf, b := j.buf, j.cur
+	j.buf, j.cur = j.spare[:0], nil
+	j.mu.Unlock()
+	err := j.write(buf)
+	j.mu.Lock()
+	j.spare = buf
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("outbox: journal write failed, reopen it to recover: %w", err)
+	}
+	if err == nil {
+		j.size += int64(len(buf))
+	}
+	b.err = j.err
+	close(b.done)
+	if j.err == nil && j.size >= j.compact && j.size >= 2*j.live {
+		if err := j.compactLocked(); err != nil {
+			j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
+		}
+	}
+	j.flushing = false
+	if j.cur != nil {
+		close(j.cur.lead)
+	}
+	j.flushed.Broadcast()
+}
+
+// write appends buf to the file and syncs it. Only the leader calls it.
+func (j *FileJournal) write(buf []byte) error {
+	if _, err := j.f.Write(buf); err != nil {
+		return err
+	}
+	return syncData(j.f)
+}
+
+// Close waits for a write under way, then closes the file and releases its
+// lock. Calls after Close fail with [ErrClosed].
+func (j *FileJournal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	for j.flushing {
+		j.flushed.Wait()
+	}
+	if j.cur != nil { // appended after the last flush: never durable
+		j.cur.err = ErrClosed
+		close(j.cur.done)
+		j.cur = nil
+	}
+	err := j.f.Close()
+	return errors.Join(err, j.unlock())
+}
+
+// syncDir fsyncs a directory, so that a file created or renamed in it
+// survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("outbox: sync journal directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("outbox: sync journal directory: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package outbox
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sync"
+
+	"github.com/stormguard/retry"
+)
+
+// Handler makes one attempt of an op. It returns nil when the op has had
+// its effect; any other error is judged by the Policy's Classifier, as
+// retry.Do judges it: mark an error with retry.Permanent to end the op at
+// once, with retry.RetryAfter to ask for a least wait.
+//
+// It must send op.Key as the idempotency key of its call, so that the
+// server runs the op once however many attempts reach it. Its ctx ends when
+// Run is stopped or the attempt times out: a handler must return then.
+type Handler func(ctx context.Context, op Op) error
+
+// Options configure an [Outbox]. The zero Options are ready to use.
+type Options struct {
+	// Policy decides the attempts, as for retry.Do: its MaxAttempts (calls
+	// across every process, a negative value for no count limit), its
+	// backoff and Jitter for the time of the next attempt, its Classifier,
+	// and its AttemptTimeout for each handler call. MaxElapsed, Budget,
+	// OnRetry and OnDone are not used: an op's NotAfter bounds it.
+	Policy retry.Policy
+
+	// Clock is the time source [Policy.Clock, or the real clock].
+	Clock retry.Clock
+
+	// Horizon is how long after Enqueue an op with a zero NotAfter is
+	// given up [24h].
+	Horizon time.Duration
+
+	// Concurrency is how many handler calls Run makes at once [1].
+	Concurrency int
+}
+
+// defaultMaxAttempts is retry.Policy's: a zero MaxAttempts means it here too.
+const defaultMaxAttempts = 4
+
+// Outbox runs durable ops: each Enqueue'd op is written to a [Journal]
+// before Enqueue returns, and Run calls its handler until it succeeds or is
+// given up, resuming after a restart where the previous process stopped.
+//
+// The rules are retry.Do's, applied across processes: the key never
+// changes; the attempt count is written before each call, so MaxAttempts
+// counts calls made by every process, one cut short by a crash included;
+// the time of the next attempt is drawn once, with the Policy's Jitter, and
+// written, so that neither a restart resets the backoff nor a fleet that
+// restarts together comes back as one herd. An op that succeeded or was
+// given up never runs again.
+//
+// Its methods are safe for concurrent use.
+type Outbox struct {
+	j           Journal
+	policy      retry.Policy
+	classifier  retry.Classifier
+	clock       retry.Clock
+	horizon     time.Duration
+	concurrency int
+	maxAttempts int
+
+	mu       sync.Mutex
+	handlers map[string]Handler
+	bad      error // a bad Handle call, returned by Run
+	ops      map[string]*item
+	due      opHeap
+	parked   map[string][]*item // pending ops of a kind with no handler yet
+	wake     chan struct{}
+	running  bool
+}
+
+// item is the Outbox's state of one op.
+type item struct {
+	e       Entry
+	index   int           // in the heap; -1 when not there
+	durable chan struct{} // closed once Add returned
+	addErr  error
+	out     *outcome // replaced by Redrive
+	err     error    // the last attempt's error, in this process
+	redrive bool     // a Redrive is writing
+}
+
+// outcome is one run of an op to its end, for Wait.
+type outcome struct {
+	done chan struct{} // closed when the op finishes, res then set
+	res  Result
+}
+
+func newOutcome() *outcome { return &outcome{done: make(chan struct{})} }
+
+// result is the Result of a finished op.
+func (p *item) result() Result {
+	r := Result{Key: p.e.Op.Key, State: p.e.State, Attempts: p.e.Attempts}
+	if p.e.State == Failed {
+		r.Reason, r.Err = p.e.Reason, p.err
+		if r.Err == nil {
+			r.Err = errors.New(p.e.Reason)
+		}
+	}
+	return r
+}
+
+// New returns an Outbox over j, loading the ops j holds: pending ones run
+// when Run is called. The Outbox does not close j.
+func New(j Journal, opts Options) (*Outbox, error) {
+	if j == nil {
+		return nil, errors.New("outbox: New with a nil Journal")
+	}
+	o := &Outbox{
+		j:           j,
+		policy:      opts.Policy,
+		classifier:  opts.Policy.Classifier,
+		clock:       opts.Clock,
+		horizon:     opts.Horizon,
+		concurrency: opts.Concurrency,
+		maxAttempts: opts.Policy.MaxAttempts,
+		handlers:    make(map[string]Handler),
+		ops:         make(map[string]*item),
+		parked:      make(map[string][]*item),
+		wake:        make(chan struct{}, 1),
+	}
+	switch {
+	case o.horizon < 0:
+		return nil, fmt.Errorf("outbox: Options.Horizon %v is negative", o.horizon)
+	case o.horizon == 0:
+		o.horizon = 24 * time.Hour
+	}
+	switch {
+	case o.concurrency < 0:
+		return nil, fmt.Errorf("outbox: Options.Concurrency %d is negative", o.concurrency)
+	case o.concurrency == 0:
+		o.concurrency = 1
+	}
+	check := o.policy
+	if check.MaxAttempts < 0 && check.MaxElapsed == 0 {
+		check.MaxElapsed = o.horizon // NotAfter ends an op with no count limit
+	}
+	if err := check.Validate(); err != nil {
+		return nil, fmt.Errorf("outbox: Options.Policy: %w", err)
+	}
+	if o.maxAttempts == 0 {
+		o.maxAttempts = defaultMaxAttempts
+	}
+	if o.classifier == nil {
+		o.classifier = retry.DefaultClassifier
+	}
+	if o.clock == nil {
+		o.clock = opts.Policy.Clock
+	}
+	if o.clock == nil {
+		o.clock = realClock{}
+	}
+	entries, err := j.Load(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("outbox: load journal: %w", err)
+	}
+	for _, e := range entries {
+		p := &item{e: e, index: -1, durable: closedChan, out: newOutcome()}
+		if e.LastError != "" {
+			p.err = errors.New(e.LastError)
+		}
+		o.ops[e.Op.Key] = p
+		if e.State == Pending {
+			heap.Push(&o.due, p)
+		} else {
+			p.out.res = p.result()
+			close(p.out.done)
+		}
+	}
+	return o, nil
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Handle sets the handler of ops of the given kind, replacing any before.
+// Set handlers before Run; ops of a kind with no handler stay pending,
+// untouched, until one is set. An empty kind or a nil h is an error that
+// Run returns.
+func (o *Outbox) Handle(kind string, h func(ctx context.Context, op Op) error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if kind == "" || h == nil {
+		o.bad = errors.Join(o.bad, fmt.Errorf("outbox: Handle(%q) with an empty kind or a nil handler", kind))
+		return
+	}
+	o.handlers[kind] = h
+	for _, p := range o.parked[kind] {
+		heap.Push(&o.due, p)
+	}
+	delete(o.parked, kind)
+	o.poke()
+}
+
+// poke wakes Run's loop, if it sleeps.
+func (o *Outbox) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Enqueue writes op to the journal and returns its key once the op is
+// durable: a crash after Enqueue returns does not lose it, and Run (of
+// this process or the next) will run it. It needs no Run to be durable.
+//
+// An empty op.Key gets a fresh random key. Enqueueing an op whose key the
+// Outbox holds already, with the same Kind and Payload, returns the key and
+// adds nothing (the op runs once); with another Kind or Payload it fails
+// with [ErrKeyConflict]. A bad op fails with an error matching
+// [ErrInvalidOp].
+func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
+	if op.Key == "" {
+		op.Key = newKey()
+	}
+	switch {
+	case validKey(op.Key) != nil:
+		return "", validKey(op.Key)
+	case op.Kind == "":
+		return "", fmt.Errorf("%w: empty Kind", ErrInvalidOp)
+	case len(op.Payload) > MaxPayload:
+		return "", fmt.Errorf("%w: payload of %d bytes, over MaxPayload", ErrInvalidOp, len(op.Payload))
+	}
+	now := o.clock.Now()
+	if op.NotAfter.IsZero() {
+		op.NotAfter = now.Add(o.horizon)
+	} else if !op.NotAfter.After(now) {
+		return "", fmt.Errorf("%w: NotAfter %v has passed", ErrInvalidOp, op.NotAfter)
+	}
+	op.Payload = bytes.Clone(op.Payload)
+
+	o.mu.Lock()
+	if old, ok := o.ops[op.Key]; ok {
+		o.mu.Unlock()
+		select { // the same op, enqueued by another call just now
+		case <-old.durable:
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		}
+		if old.addErr != nil {
+			return "", old.addErr
+		}
+		if old.e.Op.Kind != op.Kind || !bytes.Equal(old.e.Op.Payload, op.Payload) && old.e.State != Succeeded {
+			return "", ErrKeyConflict
+		}
+		return op.Key, nil
+	}
+	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, durable: make(chan struct{}), out: newOutcome()}
+	o.ops[op.Key] = p
+	o.mu.Unlock()
+
+	err = o.j.Add(ctx, p.e)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		p.addErr = fmt.Errorf("outbox: enqueue: %w", err)
+		delete(o.ops, op.Key)
+		close(p.durable)
+		return "", p.addErr
+	}
+	close(p.durable)
+	heap.Push(&o.due, p)
+	o.poke()
+	return op.Key, nil
+}
+
+// Wait waits for the op with the given key to finish, and returns its
+// outcome; a failed op is a Result, not an error. It fails with
+// [ErrUnknownKey] for a key the Outbox does not hold, or with ctx's cause
+// when ctx ends first. It waits only: Run must run for the op to finish.
+func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
+	o.mu.Lock()
+	p, ok := o.ops[key]
+	var out *outcome
+	if ok {
+		out = p.out
+	}
+	o.mu.Unlock()
+	if !ok {
+		return Result{}, ErrUnknownKey
+	}
+	select {
+	case <-out.done:
+		return out.res, nil
+	case <-ctx.Done():
+		return Result{}, context.Cause(ctx)
+	}
+}
+
+// Redrive runs a failed op (a dead letter) again, under its key: it is
+// pending again with its attempts reset and a NotAfter one Horizon from
+// now; its Reason and LastError stay until its next attempt. List the
+// dead letters with the Journal's Load (the entries whose State is
+// Failed). It fails with [ErrUnknownKey] for a key the Outbox does not
+// hold, and with an error for an op that has not failed.
+func (o *Outbox) Redrive(ctx context.Context, key string) error {
+	o.mu.Lock()
+	p, ok := o.ops[key]
+	if !ok {
+		o.mu.Unlock()
+		return ErrUnknownKey
+	}
+	if p.e.State != Failed || p.redrive {
+		s := p.e.State
+		o.mu.Unlock()
+		return fmt.Errorf("outbox: Redrive of an op that is %v, not failed", s)
+	}
+	now := o.clock.Now()
+	e := p.e
+	e.State, e.Attempts, e.Next, e.LastWait, e.Finished = Pending, 0, now, 0, time.Time{}
+	e.Op.NotAfter = now.Add(o.horizon)
+	p.redrive = true
+	o.mu.Unlock()
+	err := o.j.Update(ctx, e)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p.redrive = false
+	if err != nil {
+		return fmt.Errorf("outbox: redrive: %w", err)
+	}
+	p.e, p.err, p.out = e, nil, newOutcome()
+	heap.Push(&o.due, p)
+	o.poke()
+	return nil
+}
+
+// opHeap orders pending ops by the time of their next attempt.
+type opHeap []*item
+
+func (h opHeap) Len() int { return len(h) }
+func (h opHeap) Less(i, j int) bool {
+	if !h[i].e.Next.Equal(h[j].e.Next) {
+		return h[i].e.Next.Before(h[j].e.Next)
+	}
+	return h[i].e.Enqueued.Before(h[j].e.Enqueued)
+}
+func (h opHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *opHeap) Push(x any) {
+	p := x.(*item)
+	p.index = len(*h)
+	*h = append(*h, p)
+}
+func (h *opHeap) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	p.index = -1
+	*h = old[:len(old)-1]
+	return p
+}
+
+// realClock is the real time, when neither Options nor Policy set a Clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(parent, d)
+}
+func (realClock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, d)
+}

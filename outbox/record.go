@@ -1,0 +1,154 @@
+package outbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"time"
+)
+
+// The journal file is a sequence of records, each framed as
+//
+//	length  uint32, little-endian: the payload's length in bytes
+//	crc     uint32, little-endian: CRC-32C (Castagnoli) of the payload
+//	payload length bytes
+//
+// and each payload is a type byte then fields in a fixed order: strings and
+// byte slices as a uvarint length then the bytes, integers as varints, times
+// as varint Unix nanoseconds (0 for the zero time).
+//
+//	recAdd:    key, kind, payload, enqueued, then the state fields
+//	recUpdate: key, then the state fields
+//	state:     notAfter, state, attempts, next, lastWait, finished, reason, lastError
+//
+// A record is a whole Entry's state, so replaying records in order and
+// keeping the last one per key rebuilds every op: a record written twice
+// (as compaction may) does no harm.
+const (
+	recAdd    byte = 1
+	recUpdate byte = 2
+
+	frameHeader = 8
+	// maxRecord bounds one record's payload: MaxPayload plus its fields.
+	// A length above it is a torn or corrupt header, not a record.
+	maxRecord = MaxPayload + 4<<10
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var errCorrupt = errors.New("outbox: corrupt journal record")
+
+// appendRecord appends the framed record of e to b.
+func appendRecord(b []byte, typ byte, e *Entry) []byte {
+	start := len(b)
+	b = append(b, make([]byte, frameHeader)...)
+	b = append(b, typ)
+	b = appendString(b, e.Op.Key)
+	if typ == recAdd {
+		b = appendString(b, e.Op.Kind)
+		b = appendString(b, string(e.Op.Payload))
+		b = appendTime(b, e.Enqueued)
+	}
+	b = appendTime(b, e.Op.NotAfter)
+	b = binary.AppendUvarint(b, uint64(e.State))
+	b = binary.AppendVarint(b, int64(e.Attempts))
+	b = appendTime(b, e.Next)
+	b = binary.AppendVarint(b, int64(e.LastWait))
+	b = appendTime(b, e.Finished)
+	b = appendString(b, e.Reason)
+	b = appendString(b, e.LastError)
+	p := b[start+frameHeader:]
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(p)))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(p, castagnoli))
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return binary.AppendVarint(b, 0)
+	}
+	return binary.AppendVarint(b, t.UnixNano())
+}
+
+// decoder reads the fields of one record's payload; the first error sticks.
+type decoder struct {
+	p   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.p)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.p = d.p[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.p)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.p = d.p[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.p)) {
+		d.err = errCorrupt
+		return nil
+	}
+	v := d.p[:n:n]
+	d.p = d.p[n:]
+	return v
+}
+
+func (d *decoder) time() time.Time {
+	if ns := d.varint(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// decodeRecord parses a record's payload (CRC already checked) into its type
+// and Entry; for recUpdate only the key and state fields (NotAfter among
+// them) are set.
+func decodeRecord(p []byte) (typ byte, e Entry, err error) {
+	if len(p) == 0 {
+		return 0, e, errCorrupt
+	}
+	typ = p[0]
+	if typ != recAdd && typ != recUpdate {
+		return 0, e, errCorrupt
+	}
+	d := decoder{p: p[1:]}
+	e.Op.Key = string(d.bytes())
+	if typ == recAdd {
+		e.Op.Kind = string(d.bytes())
+		if pl := d.bytes(); len(pl) > 0 {
+			e.Op.Payload = append([]byte(nil), pl...)
+		}
+		e.Enqueued = d.time()
+	}
+	e.Op.NotAfter = d.time()
+	e.State = State(d.uvarint())
+	e.Attempts = int(d.varint())
+	e.Next = d.time()
+	e.LastWait = time.Duration(d.varint())
+	e.Finished = d.time()
+	e.Reason = string(d.bytes())
+	e.LastError = string(d.bytes())
+	if d.err == nil && (len(d.p) != 0 || e.State > Failed || e.Attempts < 0) {
+		d.err = errCorrupt
+	}
+	return typ, e, d.err
+}

@@ -1,0 +1,277 @@
+package outbox
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"github.com/stormguard/retry"
+)
+
+// Run runs pending ops until ctx ends, and returns ctx's cause then (or the
+// journal's error, if it fails to write). It runs whatever a previous
+// process left pending, each op at its saved next time, at most
+// Options.Concurrency at once, and waits for the handler calls it started
+// before it returns.
+//
+// Stopping Run mid-attempt leaves that op pending, never failed: the cancel
+// is the outbox's, not the op's. An attempt it cut short (one whose handler
+// returned the ctx's error) is not counted; one that ended on its own
+// meanwhile is judged and counted as usual; one cut by a crash is counted,
+// since nobody can tell what it did. Only one Run of an
+// Outbox runs at a time; another fails with [ErrRunning].
+func (o *Outbox) Run(ctx context.Context) error {
+	o.mu.Lock()
+	if o.bad != nil {
+		o.mu.Unlock()
+		return o.bad
+	}
+	if o.running {
+		o.mu.Unlock()
+		return ErrRunning
+	}
+	o.running = true
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.running = false
+		o.mu.Unlock()
+	}()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	finished := make(chan struct{}, o.concurrency) // never blocks: one per call
+	inFlight := 0
+	for ctx.Err() == nil {
+		now := o.clock.Now()
+		wait := time.Duration(-1)
+		o.mu.Lock()
+		for inFlight < o.concurrency && o.due.Len() > 0 {
+			p := o.due[0]
+			if p.e.Next.After(now) {
+				wait = p.e.Next.Sub(now)
+				break
+			}
+			heap.Pop(&o.due)
+			h, ok := o.handlers[p.e.Op.Kind]
+			if !ok {
+				o.parked[p.e.Op.Kind] = append(o.parked[p.e.Op.Kind], p)
+				continue
+			}
+			inFlight++
+			go func() {
+				defer func() { finished <- struct{}{} }()
+				if err := o.attempt(ctx, p, h); err != nil {
+					cancel(err)
+				}
+			}()
+		}
+		o.mu.Unlock()
+		var timer <-chan struct{}
+		stop := func() {}
+		if wait > 0 {
+			var tctx context.Context
+			tctx, stop = o.clock.WithTimeout(context.Background(), wait)
+			timer = tctx.Done()
+		}
+		select {
+		case <-ctx.Done():
+		case <-o.wake:
+		case <-finished:
+			inFlight--
+		case <-timer:
+		}
+		stop()
+	}
+	for ; inFlight > 0; inFlight-- {
+		<-finished
+	}
+	return context.Cause(ctx)
+}
+
+// attempt makes one attempt of p, or finishes it without one when it is
+// past NotAfter or out of attempts, and writes what happened. It returns an
+// error only when the journal fails, which stops Run.
+func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
+	o.mu.Lock()
+	e := p.e
+	o.mu.Unlock()
+	now := o.clock.Now()
+	switch {
+	case !now.Before(e.Op.NotAfter):
+		return o.finish(ctx, p, e, Failed, "not after", p.err)
+	case o.maxAttempts > 0 && e.Attempts >= o.maxAttempts:
+		// Only after a crash cut the last attempt short.
+		return o.finish(ctx, p, e, Failed, "attempts used up", p.err)
+	}
+
+	// The count is durable before the call, so that a crash cannot hide it.
+	prev := e
+	e.Attempts++
+	if err := o.save(ctx, p, e); err != nil {
+		if ctx.Err() != nil {
+			return o.requeue(p, prev) // stopped before the call
+		}
+		return errors.Join(err, o.requeue(p, prev))
+	}
+	hctx, release := ctx, context.CancelFunc(func() {})
+	if t := o.policy.AttemptTimeout; t > 0 {
+		hctx, release = o.clock.WithDeadline(ctx, now.Add(t))
+	}
+	start := o.clock.Now()
+	err := o.call(hctx, h, e.Op)
+	release()
+	end := o.clock.Now()
+	if err == nil {
+		return o.finish(ctx, p, e, Succeeded, "", nil)
+	}
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx))) {
+		// Run was stopped and cut the attempt short: the op's fault is
+		// unknown, so it stays pending and the cut attempt is given back.
+		prev.Next = end
+		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
+			return werr
+		}
+		return o.requeue(p, prev)
+	}
+	// An attempt that ended on its own is judged and counted, even when Run
+	// is being stopped meanwhile.
+	ctx = context.WithoutCancel(ctx)
+	var sr *stillRunning
+	if errors.As(err, &sr) {
+		// The server still runs an earlier attempt under this key: wait
+		// (spread by the Jitter, as retryhttp spreads a Retry-After), and
+		// give the attempt back, since this one did nothing.
+		w := sr.after + o.policy.Wait(1, 0, rand.Float64())
+		prev.Next = end.Add(w)
+		if !prev.Next.Before(e.Op.NotAfter) {
+			return o.finish(ctx, p, prev, Failed, "not after", err)
+		}
+		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
+			return werr
+		}
+		return o.requeue(p, prev)
+	}
+	d := o.classifier(ctx, retry.Attempt{Number: e.Attempts, Wait: e.LastWait, Start: start, Duration: end.Sub(start), Err: err})
+	o.mu.Lock()
+	p.err = err
+	o.mu.Unlock()
+	switch {
+	case !d.Retry:
+		return o.finish(ctx, p, e, Failed, reason(d.Reason, "permanent"), err)
+	case o.maxAttempts > 0 && e.Attempts >= o.maxAttempts:
+		return o.finish(ctx, p, e, Failed, "attempts used up", err)
+	}
+	w := o.policy.Wait(e.Attempts, e.LastWait, rand.Float64()) + d.RetryAfter
+	next := end.Add(w)
+	if !next.Before(e.Op.NotAfter) {
+		return o.finish(ctx, p, e, Failed, "not after", err)
+	}
+	e.Next, e.LastWait = next, w
+	e.Reason, e.LastError = reason(d.Reason, "error"), errorText(err)
+	if werr := o.save(context.WithoutCancel(ctx), p, e); werr != nil {
+		return werr
+	}
+	return o.requeue(p, e)
+}
+
+func reason(r, def string) string {
+	if r == "" {
+		return def
+	}
+	return r
+}
+
+// call runs h inside a retry.Do of one attempt, so that a retrying client
+// below (a retryhttp.Transport, a retry.Do in h) makes one attempt and
+// leaves retrying to the Outbox, which counts attempts across restarts.
+func (o *Outbox) call(ctx context.Context, h Handler, op Op) error {
+	var err error
+	called := false
+	_, derr := retry.Do(ctx, func(ctx context.Context) error {
+		called = true
+		err = callSafe(ctx, h, op)
+		return err
+	}, oneAttempt(o.clock))
+	if !called {
+		return derr // ctx ended before the call
+	}
+	return err
+}
+
+// oneAttempt is the policy of the loop around each handler call: it makes
+// one attempt, since its Classifier never retries, but it is a loop (a
+// MaxAttempts of 1 would not mark the ctx), so nested loops defer to it.
+func oneAttempt(c retry.Clock) retry.Policy {
+	return retry.Policy{MaxAttempts: 2, Clock: c, Classifier: func(context.Context, retry.Attempt) retry.Decision {
+		return retry.Decision{Reason: "outbox attempt"}
+	}}
+}
+
+// callSafe runs h, turning a panic into an error, so that one bad op cannot
+// kill the process that runs every other.
+func callSafe(ctx context.Context, h Handler, op Op) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, op)
+}
+
+// PanicError is the error of an attempt whose handler panicked. The
+// Classifier judges it as any other error.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("outbox: handler panicked: %v", e.Value) }
+
+// save writes e and makes it p's state.
+func (o *Outbox) save(ctx context.Context, p *item, e Entry) error {
+	if err := o.j.Update(ctx, e); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("outbox: journal: %w", err)
+	}
+	o.mu.Lock()
+	p.e = e
+	o.mu.Unlock()
+	return nil
+}
+
+// requeue puts p back among the pending ops, as e.
+func (o *Outbox) requeue(p *item, e Entry) error {
+	o.mu.Lock()
+	p.e = e
+	heap.Push(&o.due, p)
+	o.mu.Unlock()
+	return nil
+}
+
+// finish records p as succeeded or failed and wakes its Waits.
+func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why string, err error) error {
+	e.State, e.Finished, e.Next = s, o.clock.Now(), time.Time{}
+	if s == Failed {
+		e.Reason = why
+		if err != nil {
+			e.LastError = errorText(err)
+		}
+	}
+	if werr := o.save(context.WithoutCancel(ctx), p, e); werr != nil {
+		// Not recorded: the op stays pending for the next process.
+		return errors.Join(werr, o.requeue(p, p.e))
+	}
+	o.mu.Lock()
+	p.err = err
+	p.out.res = p.result()
+	close(p.out.done)
+	o.mu.Unlock()
+	return nil
+}
