@@ -10,8 +10,9 @@ import (
 // and matches the last attempt's error too.
 var (
 	// ErrGaveUp is matched by every error of a Do that gave up on an error
-	// it would have retried: ErrExhausted, ErrDeadline and
-	// ErrBudgetExhausted. Test it to serve a fallback.
+	// it would have retried, or was refused an attempt: ErrExhausted,
+	// ErrDeadline, ErrBudgetExhausted, ErrThrottled and ErrBreakerOpen.
+	// Test it to serve a fallback.
 	ErrGaveUp = errors.New("retry: gave up")
 
 	// ErrExhausted means every attempt that MaxAttempts allows has failed.
@@ -26,6 +27,17 @@ var (
 	// ErrBudgetExhausted means the Policy's Budget refused a retry: too many
 	// recent attempts against the same service have failed.
 	ErrBudgetExhausted = errors.New("retry: retry budget exhausted")
+
+	// ErrThrottled means the Policy's Throttle refused an attempt, which
+	// was not sent: the service has been rejecting many recent attempts.
+	ErrThrottled = errors.New("retry: throttled")
+
+	// ErrBreakerOpen means the Policy's Breaker refused an attempt, which
+	// was not sent: the service has been failing, and the breaker is open,
+	// or half-open with its probes taken (a retry is never a probe). It is
+	// marked [Permanent], so that an outer Do with the DefaultClassifier
+	// does not retry a call that a breaker refused.
+	ErrBreakerOpen = Permanent(errors.New("retry: circuit breaker open"))
 
 	// ErrInvalidPolicy is matched by every error of Policy.Validate; Do
 	// returns such an error without calling op.
@@ -63,6 +75,12 @@ const (
 	StopInvalid
 	// StopPanicked: op or a hook panicked; only [Policy.OnDone] sees it.
 	StopPanicked
+	// StopThrottled: the Throttle refused an attempt, which was not sent
+	// ([ErrThrottled]).
+	StopThrottled
+	// StopBreakerOpen: the Breaker refused an attempt, which was not sent
+	// ([ErrBreakerOpen]).
+	StopBreakerOpen
 )
 
 var stopText = [...]string{
@@ -76,6 +94,8 @@ var stopText = [...]string{
 	StopDeferred:     "deferred to outer retry loop",
 	StopInvalid:      "invalid",
 	StopPanicked:     "panicked",
+	StopThrottled:    "throttled",
+	StopBreakerOpen:  "circuit breaker open",
 }
 
 // String returns a short text for logs: "ok", "attempts exhausted", …
@@ -126,6 +146,14 @@ func (e *StopError) Error() string {
 		b = append(b, "retry: gave up after "...)
 		b = appendAttempts(b, e.Attempts)
 		b = append(b, ", retry budget exhausted"...)
+	case StopThrottled, StopBreakerOpen:
+		b = append(b, "retry: "...)
+		b = append(b, e.Stop.String()...)
+		if e.Attempts == 0 {
+			return string(append(b, " before the first attempt"...))
+		}
+		b = append(b, " after "...)
+		b = appendAttempts(b, e.Attempts)
 	default: // StopContextDone
 		b = append(b, "retry: "...)
 		if e.ctxErr != nil {
@@ -161,7 +189,8 @@ func appendAttempts(b []byte, n int) []byte {
 
 // Is reports whether target is [ErrGaveUp] and e gave up.
 func (e *StopError) Is(target error) bool {
-	return target == ErrGaveUp && (e.Stop == StopExhausted || e.Stop == StopDeadline || e.Stop == StopBudget)
+	return target == ErrGaveUp && (e.Stop == StopExhausted || e.Stop == StopDeadline || e.Stop == StopBudget ||
+		e.Stop == StopThrottled || e.Stop == StopBreakerOpen)
 }
 
 // Unwrap gives errors.Is and errors.As the stop reason's sentinel, the
@@ -175,6 +204,10 @@ func (e *StopError) Unwrap() []error {
 		why = ErrDeadline
 	case StopBudget:
 		why = ErrBudgetExhausted
+	case StopThrottled:
+		why = ErrThrottled
+	case StopBreakerOpen:
+		why = ErrBreakerOpen
 	}
 	errs := make([]error, 0, 4)
 	for _, err := range [...]error{why, e.ctxErr, e.cause, e.Err} {

@@ -274,3 +274,49 @@ func ExampleBudgets() {
 	// Output:
 	// <nil> 2 0
 }
+
+// A Breaker shared by the calls to one service fails them fast once most
+// of them fail, and lets a few probes through after OpenFor.
+func ExampleNewBreaker() {
+	clk := retrytest.NewClock() // a fake clock, moved by hand
+	breaker, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 2, OpenFor: 10 * time.Second, Probes: 1, Clock: clk})
+	if err != nil {
+		panic(err)
+	}
+	p := retry.Policy{MaxAttempts: 1, Breaker: breaker, Clock: clk}
+	down := func(context.Context) error { return errors.New("503 service unavailable") }
+	for range 2 {
+		_, _ = retry.Do(context.Background(), down, p)
+	}
+	fmt.Println(breaker.State())
+	_, err = retry.Do(context.Background(), down, p)
+	fmt.Println(errors.Is(err, retry.ErrBreakerOpen), err)
+
+	clk.Add(10 * time.Second)
+	fmt.Println(breaker.State())
+	_, err = retry.Do(context.Background(), func(context.Context) error { return nil }, p)
+	fmt.Println(err, breaker.State())
+	// Output:
+	// open
+	// true retry: circuit breaker open before the first attempt
+	// half-open
+	// <nil> closed
+}
+
+// A Throttle shared by the calls to one service sheds them on the client
+// while the service rejects most of them.
+func ExampleNewThrottle() {
+	throttle, err := retry.NewThrottle(retry.ThrottleOptions{Clock: retrytest.NewClock()})
+	if err != nil {
+		panic(err)
+	}
+	p := retry.Policy{MaxAttempts: 1, Throttle: throttle}
+	for range 20 { // MinRequests: until then, nothing is shed
+		_, _ = retry.Do(context.Background(), func(context.Context) error {
+			return errors.New("503 service unavailable")
+		}, p)
+	}
+	fmt.Printf("reject probability %.2f\n", throttle.RejectProbability())
+	// Output:
+	// reject probability 0.90
+}

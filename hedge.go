@@ -304,6 +304,18 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 	var hedge, retryWait timer
 	defer hedge.stop()
 	defer retryWait.stop()
+	// The Breaker and the Throttle see the first attempt, each retry and
+	// each hedge before it starts; a hedge they refuse is not started, and
+	// never takes a half-open breaker's probe.
+	var g guard
+	if p.Throttle != nil || p.Breaker != nil {
+		g = newGuard(p.Throttle, p.Breaker)
+		defer g.done()
+		if stop := g.before(1); stop != StopNone {
+			t.stop = stop
+			return v, &StopError{Stop: stop}
+		}
+	}
 	r.h.begin()
 	r.start(callCtx, false, 0)
 	if maxInFlight > 1 && maxAttempts != 1 {
@@ -344,16 +356,25 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 				if p.Budget != nil {
 					p.Budget.succeeded()
 				}
+				if g.th != nil || g.br != nil {
+					g.attempted(outcomeSuccess)
+				}
 				return res.v, nil
 			}
 			keep(res)
 			if ctx.Err() != nil {
+				if g.th != nil || g.br != nil {
+					g.attempted(failedOutcome(ctx.Err(), false))
+				}
 				a.Reason = ctx.Err().Error()
 				t.stop = StopContextDone
 				return r.returnKept(kept.v), ctxStop(ctx, res.err, t.n)
 			}
 			d := p.Classifier(ctx, *a)
 			a.Reason = d.Reason
+			if g.th != nil || g.br != nil {
+				g.attempted(failedOutcome(nil, d.Retry))
+			}
 			if !d.Retry {
 				t.stop = StopNotRetryable
 				return r.returnKept(kept.v), res.err
@@ -385,7 +406,8 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 
 		case <-hedge.c:
 			hedge.stop()
-			if r.inFlight < maxInFlight && r.started != maxAttempts && (p.Budget == nil || p.Budget.allow()) && r.h.allowHedge() {
+			if r.inFlight < maxInFlight && r.started != maxAttempts && (p.Budget == nil || p.Budget.allow()) &&
+				(g.th == nil && g.br == nil || g.before(r.started+1) == StopNone) && r.h.allowHedge() {
 				if p.Budget != nil {
 					p.Budget.failed() // a hedge costs what a retry costs
 				}
@@ -398,6 +420,12 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 		case <-retryWait.c:
 			w := retryWait.d
 			retryWait.stop()
+			if g.th != nil || g.br != nil {
+				if stop := g.before(r.started + 1); stop != StopNone {
+					t.stop = stop // the kept value was released before the wait
+					return v, &StopError{Stop: stop, Attempts: t.n, Err: kept.err}
+				}
+			}
 			r.start(callCtx, false, w)
 			if maxInFlight > 1 && r.started != maxAttempts {
 				hedge.arm(p.Clock, r.h.HedgeDelay(), false)

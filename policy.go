@@ -30,8 +30,8 @@ const MinUnboundedWait = time.Millisecond
 //
 // The zero Policy is ready to use: at most 4 attempts, a backoff that starts
 // at 200ms and doubles up to 5s, [FullJitter], the [DefaultClassifier], no
-// time limit but the ctx's, no per-attempt timeout, no budget, and the real
-// clock. Each zero field means its default; a zero never means "retry
+// time limit but the ctx's, no per-attempt timeout, no budget, no throttle,
+// no breaker, and the real clock. Each zero field means its default; a zero never means "retry
 // forever" or "retry without waiting".
 //
 // A Policy is a plain value: copy it and share it between goroutines freely.
@@ -99,6 +99,14 @@ type Policy struct {
 	// a fleet stops multiplying load on a failing service [none]. See
 	// [Budget] for why it should be one per downstream service.
 	Budget *Budget
+
+	// Throttle, if set, sheds attempts, the first included, while the
+	// service behind it rejects many of them [none]. See [Throttle].
+	Throttle *Throttle
+
+	// Breaker, if set, fails calls fast while the service behind it is
+	// down [none]. See [Breaker].
+	Breaker *Breaker
 
 	// RetryNested lets this Policy retry even when Do runs inside the op of
 	// another Do [false: a nested Do makes one attempt and leaves retrying to

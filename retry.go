@@ -14,10 +14,12 @@ import (
 // returned as it is; MaxAttempts used up ([ErrExhausted]); a next wait that
 // would pass MaxElapsed or the ctx deadline ([ErrDeadline], returned at once
 // rather than after sleeping); a refusal by the Budget
-// ([ErrBudgetExhausted]); or ctx ending, which is seen at once, even
+// ([ErrBudgetExhausted]); a refusal by the Throttle ([ErrThrottled]) or
+// the Breaker ([ErrBreakerOpen]), before any attempt, the first included,
+// that they would not let through; or ctx ending, which is seen at once, even
 // mid-wait, and after which op is never called again (the error then matches
 // ctx.Err() and context.Cause). Each of these errors is a [*StopError] and
-// also matches the last attempt's error with errors.Is; the first three
+// also matches the last attempt's error with errors.Is; all but ctx's
 // match [ErrGaveUp]. After the last attempt Do returns without waiting. An
 // invalid p returns its Validate error and op is never called.
 //
@@ -30,11 +32,14 @@ import (
 // in op, in a hook, in the Jitter or in the Classifier reaches the caller,
 // and leaves no timer or goroutine behind.
 func Do(ctx context.Context, op func(context.Context) error, p Policy) (t Trace, err error) {
-	if p.OnDone != nil {
+	switch {
+	case p.OnDone != nil:
 		err = p.observe(ctx, op, &t)
-		return t, err
+	case p.guarded():
+		err = p.runGuarded(ctx, op, &t)
+	default:
+		err = p.run(ctx, op, &t, nil)
 	}
-	err = p.run(ctx, op, &t)
 	return t, err
 }
 
@@ -58,10 +63,13 @@ func DoValue[T any](ctx context.Context, op func(context.Context) (T, error), p 
 		v, err = op(ctx)
 		return err
 	}
-	if p.OnDone != nil {
+	switch {
+	case p.OnDone != nil:
 		err = p.observe(ctx, f, &t)
-	} else {
-		err = p.run(ctx, f, &t)
+	case p.guarded():
+		err = p.runGuarded(ctx, f, &t)
+	default:
+		err = p.run(ctx, f, &t, nil)
 	}
 	return v, t, err
 }
@@ -77,7 +85,11 @@ var (
 func (p *Policy) observe(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
 	onDone, returned := p.OnDone, false
 	defer func() { callOnDone(ctx, onDone, t, &err, returned) }()
-	err = p.run(ctx, op, t)
+	if p.guarded() {
+		err = p.runGuarded(ctx, op, t)
+	} else {
+		err = p.run(ctx, op, t, nil)
+	}
 	returned = true
 	return err
 }
@@ -95,8 +107,23 @@ func callOnDone(ctx context.Context, onDone func(context.Context, Trace, error),
 	onDone(ctx, *t, *err)
 }
 
-// run is the one retry loop behind Do and DoValue. p is the caller's copy.
-func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace) (err error) {
+// guarded reports whether p has a Throttle or a Breaker: such a call takes
+// runGuarded, so that the others pay nothing for them, not even a defer
+// (which would keep run's own from being open-coded).
+func (p *Policy) guarded() bool { return p.Throttle != nil || p.Breaker != nil }
+
+// runGuarded is run through the Policy's Throttle and Breaker. The guard
+// tells the breaker how the call went on every exit, a panic included, so
+// that a probe is never lost.
+func (p *Policy) runGuarded(ctx context.Context, op func(context.Context) error, t *Trace) error {
+	g := newGuard(p.Throttle, p.Breaker)
+	defer g.done()
+	return p.run(ctx, op, t, &g)
+}
+
+// run is the one retry loop behind Do and DoValue. p is the caller's copy;
+// g is nil when it has neither a Throttle nor a Breaker.
+func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace, g *guard) (err error) {
 	switch {
 	case op == nil:
 		t.stop = StopInvalid
@@ -153,6 +180,12 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// waits at the cap.
 	var wait, jittered time.Duration
 	for n := 1; ; n++ {
+		if g != nil {
+			if stop := g.before(n); stop != StopNone {
+				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
+				break
+			}
+		}
 		a := t.next(maxAttempts) // filled in place: a call that succeeds at once copies nothing
 		a.Number, a.Wait, a.Start = n, wait, began
 		err = p.call(opCtx, op)
@@ -171,9 +204,15 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			if budget != nil {
 				budget.succeeded()
 			}
+			if g != nil {
+				g.attempted(outcomeSuccess)
+			}
 			break
 		}
 		if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
+			if g != nil {
+				g.attempted(failedOutcome(cerr, false))
+			}
 			a.Reason = cerr.Error()
 			t.stop, err = StopContextDone, ctxStop(ctx, err, n)
 			break
@@ -181,6 +220,9 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 		d := p.Classifier(ctx, *a)
 		a.Reason = d.Reason
+		if g != nil {
+			g.attempted(failedOutcome(nil, d.Retry))
+		}
 		if !d.Retry {
 			t.stop = StopNotRetryable
 			break
@@ -228,6 +270,8 @@ func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int,
 		return 0, StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
 	case budget != nil && !budget.allow():
 		return 0, StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
+	case p.Breaker != nil && !p.Breaker.allowRetry(): // refused now, rather than after the wait
+		return 0, StopBreakerOpen, &StopError{Stop: StopBreakerOpen, Attempts: n, Err: err}
 	}
 	*jittered = p.wait(n, *jittered, rand.Float64())
 	wait := addSat(max(d.RetryAfter, 0), *jittered)

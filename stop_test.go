@@ -99,7 +99,7 @@ func TestClassifierSeesTheAttempt(t *testing.T) {
 // StopReason has a text for every value, and a fallback beyond them.
 func TestStopReasonString(t *testing.T) {
 	t.Parallel()
-	for s := retry.StopNone; s <= retry.StopPanicked; s++ {
+	for s := retry.StopNone; s <= retry.StopBreakerOpen; s++ {
 		assert.NotContains(t, s.String(), "StopReason(", "%d", s)
 	}
 	assert.Equal(t, "StopReason(200)", retry.StopReason(200).String())

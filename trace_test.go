@@ -157,3 +157,17 @@ func TestTraceElapsedCountsSlowHooks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, time.Second+200*time.Millisecond, tr.Elapsed(), "1s in OnRetry, then the 200ms wait")
 }
+
+// A call refused before its first attempt reads as such in logs.
+func TestTraceOfARefusedCall(t *testing.T) {
+	t.Parallel()
+	b, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1})
+	require.NoError(t, err)
+	p := retry.Policy{MaxAttempts: 1, Breaker: b}
+	_, _ = retry.Do(context.Background(), func(context.Context) error { return errUnavailable }, p)
+	tr, _ := retry.Do(context.Background(), func(context.Context) error { return nil }, p)
+	assert.Equal(t, "0 attempts, circuit breaker open", tr.String())
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("call", "trace", tr)
+	assert.Contains(t, buf.String(), `trace.stop="circuit breaker open"`)
+}

@@ -53,6 +53,11 @@ func TestRecorderGaveUpIsErrGaveUp(t *testing.T) {
 	require.NoError(t, err)
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
+	breaker, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1})
+	require.NoError(t, err)
+	_, _ = retry.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{MaxAttempts: 1, Breaker: breaker})
+	throttle, err := retry.NewThrottle(retry.ThrottleOptions{MinRequests: 1, MaxReject: 1})
+	require.NoError(t, err)
 	cases := []struct {
 		name string
 		ctx  context.Context
@@ -62,6 +67,8 @@ func TestRecorderGaveUpIsErrGaveUp(t *testing.T) {
 		{"deadline", context.Background(), retry.Policy{MaxElapsed: 100 * time.Millisecond, BaseBackoff: time.Second}},
 		{"budget", context.Background(), retry.Policy{Budget: budget}},
 		{"context done", canceled, retry.Policy{}},
+		{"breaker open", context.Background(), retry.Policy{Breaker: breaker}},
+		{"throttled", context.Background(), retry.Policy{MaxAttempts: 1000, Throttle: throttle}},
 		{"not retried", context.Background(), retry.Policy{Classifier: func(context.Context, retry.Attempt) retry.Decision { return retry.Decision{} }}},
 	}
 	for _, c := range cases {

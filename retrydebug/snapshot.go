@@ -87,7 +87,8 @@ type BudgetTokens struct {
 
 // gaveUp reports whether s is one of the reasons retry.ErrGaveUp matches.
 func gaveUp(s retry.StopReason) bool {
-	return s == retry.StopExhausted || s == retry.StopDeadline || s == retry.StopBudget
+	return s == retry.StopExhausted || s == retry.StopDeadline || s == retry.StopBudget ||
+		s == retry.StopThrottled || s == retry.StopBreakerOpen
 }
 
 // Snapshot returns a copy of what r holds now.

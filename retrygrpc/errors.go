@@ -51,6 +51,14 @@ func (c *call) result(tr retry.Trace, err error) error {
 		if cerr := c.ctx.Err(); cerr != nil {
 			return &callError{st: status.FromContextError(cerr), err: err}
 		}
+	case retry.StopThrottled, retry.StopBreakerOpen:
+		// Refused on the client: the last attempt, if any, says what the
+		// server answered; with none, UNAVAILABLE says what grpc says of a
+		// server it cannot reach.
+		if last := tr.Last().Err; last != nil {
+			return &callError{st: status.Convert(last), err: err}
+		}
+		return &callError{st: status.New(codes.Unavailable, err.Error()), err: err}
 	case retry.StopDeferred:
 		// An outer retry loop owns retrying: it gets an error it retries,
 		// no sooner than the server asked.

@@ -36,6 +36,8 @@ var outcomes = [...]string{
 	retry.StopDeferred:     "deferred",
 	retry.StopInvalid:      "invalid",
 	retry.StopPanicked:     "panicked",
+	retry.StopThrottled:    "throttled",
+	retry.StopBreakerOpen:  "breaker_open",
 }
 
 // outcomeOf returns the index in outcomes of s; a reason this package does

@@ -1,0 +1,317 @@
+package retry
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of a zero field of [BreakerOptions].
+const (
+	defaultBreakerRatio    = 0.5
+	defaultBreakerMinCalls = 20
+	defaultBreakerWindow   = 30 * time.Second
+	defaultBreakerOpenFor  = 10 * time.Second
+	defaultBreakerProbes   = 3
+)
+
+// BreakerOptions configures [NewBreaker]. A zero field stands for the
+// default in brackets.
+type BreakerOptions struct {
+	// FailureRatio is the share of failed calls in the Window at or above
+	// which the breaker opens [0.5]; in (0, 1].
+	FailureRatio float64
+	// MinCalls is how many calls the Window must hold before the breaker
+	// may open [20].
+	MinCalls int
+	// Window is the span of time over which calls are counted [30s]; it
+	// slides by a sixteenth of itself, as ThrottleOptions.Window does.
+	Window time.Duration
+	// OpenFor is how long the breaker stays open before it lets probes
+	// through [10s].
+	OpenFor time.Duration
+	// Probes is how many calls the half-open breaker admits [3]; when all
+	// of them succeed it closes, and when one fails it opens again.
+	Probes int
+	// CountAttempts counts every attempt as a call [false: a logical call,
+	// retries included, counts once, as a success if it finally succeeds].
+	CountAttempts bool
+	// Clock is the time source of the window and of OpenFor [real time].
+	Clock Clock
+}
+
+// BreakerState is the state of a [Breaker].
+type BreakerState uint8
+
+// The states of a Breaker.
+const (
+	// BreakerClosed: calls go through, and are counted.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: every call is refused without being sent.
+	BreakerOpen
+	// BreakerHalfOpen: Probes first attempts go through; everything else,
+	// retries and hedges included, is refused.
+	BreakerHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerOpen:
+		return "open"
+	case BreakerHalfOpen:
+		return "half-open"
+	}
+	return "BreakerState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Breaker is a circuit breaker that [Do] consults: it fails calls fast
+// while the service behind it is down, instead of sending each of them
+// there first.
+//
+// Closed, it counts calls over a sliding Window; when the window holds at
+// least MinCalls and the share of failures reaches FailureRatio, it opens.
+// Open, it refuses every call for OpenFor; then, on time (State reads the
+// clock, no call is needed), it is half-open: it admits exactly Probes
+// first attempts, closes when all of them succeed and opens again when one
+// fails. A call fails, for the breaker, when it ends on an error the
+// Classifier would retry; a success and an error it would not retry (a
+// 400: the service answered) count as successes, and a call cut short by
+// its caller's ctx counts as nothing (a probe so ended is given back).
+//
+// A refused call is never sent, never waits, and stops with
+// [StopBreakerOpen] and an error matching [ErrBreakerOpen] and
+// [ErrGaveUp]. That error is marked [Permanent], so that neither this Do
+// nor an outer one with the [DefaultClassifier] retries it. A retry or a
+// hedge never takes a probe: while the breaker is not closed, a call's
+// retries and hedges are refused rather than sent. A logical call counts
+// once, whatever its retries (see [BreakerOptions.CountAttempts]).
+//
+// Share one Breaker per downstream service. The zero Breaker is ready to
+// use, with the defaults of a zero [BreakerOptions] and the real clock. A
+// Breaker is safe for
+// concurrent use; a closed one takes no lock (an atomic load to admit a
+// call, and a clock read and an atomic add to count it), and the probe
+// count is exact however many goroutines race for it.
+type Breaker struct {
+	ratio         float64
+	minCalls      uint64
+	openFor       time.Duration
+	probes        int64
+	countAttempts bool
+	clk           Clock
+	clkComparable bool  // clk can be compared with ==, to share a read with a Throttle
+	width         int64 // of a bucket of w; zero in the zero Breaker, which has the defaults
+
+	state     atomic.Uint64 // generation<<2 | BreakerState: each change of state makes a new generation
+	openUntil atomic.Int64  // UnixNano on clk, while open
+	probesOut atomic.Int64  // probes left to admit in this half-open generation
+	probesOK  atomic.Int64  // probes that succeeded in it
+	mu        sync.Mutex    // serializes changes of state
+	w         window        // calls (total) and failures (marked) while closed
+}
+
+// NewBreaker returns a closed Breaker with the options o, or an error
+// matching [ErrInvalidPolicy] that names the first option that cannot be
+// used.
+func NewBreaker(o BreakerOptions) (*Breaker, error) {
+	switch {
+	case math.IsNaN(o.FailureRatio) || o.FailureRatio < 0 || o.FailureRatio > 1:
+		return nil, invalid("BreakerOptions.FailureRatio %v is not in (0, 1]", o.FailureRatio)
+	case o.MinCalls < 0:
+		return nil, invalid("BreakerOptions.MinCalls %d is negative", o.MinCalls)
+	case o.Window < 0:
+		return nil, invalid("BreakerOptions.Window %v is negative", o.Window)
+	case o.Window > 0 && o.Window < windowBuckets*time.Millisecond:
+		return nil, invalid("BreakerOptions.Window %v is below %v", o.Window, windowBuckets*time.Millisecond)
+	case o.OpenFor < 0:
+		return nil, invalid("BreakerOptions.OpenFor %v is negative", o.OpenFor)
+	case o.Probes < 0:
+		return nil, invalid("BreakerOptions.Probes %d is negative", o.Probes)
+	}
+	b := &Breaker{ratio: o.FailureRatio, minCalls: uint64(o.MinCalls), openFor: o.OpenFor,
+		probes: int64(o.Probes), countAttempts: o.CountAttempts, clk: o.Clock, clkComparable: comparableClock(o.Clock)}
+	if b.ratio == 0 {
+		b.ratio = defaultBreakerRatio
+	}
+	if o.MinCalls == 0 {
+		b.minCalls = defaultBreakerMinCalls
+	}
+	if b.openFor == 0 {
+		b.openFor = defaultBreakerOpenFor
+	}
+	if b.probes == 0 {
+		b.probes = defaultBreakerProbes
+	}
+	span := o.Window
+	if span == 0 {
+		span = defaultBreakerWindow
+	}
+	b.width = bucketWidth(span)
+	return b, nil
+}
+
+// State returns the breaker's state now. An open breaker whose OpenFor has
+// passed is half-open, whether or not a call has come since.
+func (b *Breaker) State() BreakerState {
+	s := b.state.Load()
+	if BreakerState(s&3) == BreakerOpen && now(b.clk).UnixNano() >= b.openUntil.Load() {
+		s = b.halfOpen(s)
+	}
+	return BreakerState(s & 3)
+}
+
+// halfOpen moves the breaker from the open state s to half-open, if it is
+// still in s, and returns the state it is in.
+func (b *Breaker) halfOpen(s uint64) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur := b.state.Load(); cur != s {
+		return cur
+	}
+	b.probesOut.Store(b.params().probes)
+	b.probesOK.Store(0)
+	next := (s>>2+1)<<2 | uint64(BreakerHalfOpen)
+	b.state.Store(next)
+	return next
+}
+
+// moveFrom changes the state from s to to, if it is still s: to open for
+// OpenFor from at, or to closed with an empty window.
+func (b *Breaker) moveFrom(s uint64, to BreakerState, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state.Load() != s {
+		return
+	}
+	if to == BreakerOpen {
+		b.openUntil.Store(at.Add(b.params().openFor).UnixNano())
+	} else {
+		b.w.reset()
+	}
+	b.state.Store((s>>2+1)<<2 | uint64(to))
+}
+
+// ticket is what a call admitted by a breaker holds: the state it was
+// admitted in, and whether it is a probe.
+type ticket struct {
+	state uint64
+	probe bool
+}
+
+// admit reports whether a call's first attempt may be sent, and its ticket.
+func (b *Breaker) admit() (ticket, bool) {
+	s := b.state.Load()
+	if BreakerState(s&3) == BreakerClosed {
+		return ticket{state: s}, true
+	}
+	if BreakerState(s&3) == BreakerOpen {
+		if now(b.clk).UnixNano() < b.openUntil.Load() {
+			return ticket{}, false
+		}
+		s = b.halfOpen(s)
+	}
+	// Half-open (or closed again by a racing probe): take a probe. The
+	// state is read again after the take, so that a probe taken from a
+	// generation that just ended is given back rather than lost.
+	for range 4 {
+		switch BreakerState(s & 3) {
+		case BreakerClosed:
+			return ticket{state: s}, true
+		case BreakerOpen:
+			return ticket{}, false
+		}
+		for {
+			left := b.probesOut.Load()
+			if left <= 0 {
+				return ticket{}, false
+			}
+			if b.probesOut.CompareAndSwap(left, left-1) {
+				break
+			}
+		}
+		cur := b.state.Load()
+		if cur == s {
+			return ticket{state: s, probe: true}, true
+		}
+		b.giveBack(s)
+		s = cur
+	}
+	return ticket{}, false
+}
+
+// giveBack returns a probe taken in state s, if the breaker is still in it.
+func (b *Breaker) giveBack(s uint64) {
+	b.mu.Lock()
+	if b.state.Load() == s {
+		b.probesOut.Add(1)
+	}
+	b.mu.Unlock()
+}
+
+// allowRetry reports whether a call may send another attempt (a retry or
+// a hedge): only while the breaker is closed.
+func (b *Breaker) allowRetry() bool {
+	return BreakerState(b.state.Load()&3) == BreakerClosed
+}
+
+// The outcomes of a call or an attempt, for the breaker.
+const (
+	outcomeNone    = iota // canceled by the caller, or never sent: counts as nothing
+	outcomeSuccess        // success, or an error the Classifier would not retry
+	outcomeFailure        // an error the Classifier would retry
+)
+
+// record counts one outcome of a call admitted with tk, at at if it is not
+// zero: a time the caller read on the breaker's clock, which saves a read.
+func (b *Breaker) record(tk ticket, outcome int8, at time.Time) {
+	if tk.probe {
+		switch outcome {
+		case outcomeNone:
+			b.giveBack(tk.state)
+		case outcomeSuccess:
+			if b.state.Load() == tk.state && b.probesOK.Add(1) >= b.params().probes {
+				b.moveFrom(tk.state, BreakerClosed, time.Time{})
+			}
+		case outcomeFailure:
+			b.moveFrom(tk.state, BreakerOpen, now(b.clk))
+		}
+		return
+	}
+	if outcome == outcomeNone || b.state.Load() != tk.state {
+		return // the breaker has moved on since this call began
+	}
+	if at.IsZero() {
+		at = now(b.clk)
+	}
+	c := b.params()
+	if outcome == outcomeSuccess {
+		b.w.add(at, c.width, 1, 0)
+		return
+	}
+	b.w.add(at, c.width, 1, 1)
+	if calls, failures := b.w.sum(at, c.width); calls >= c.minCalls && float64(failures) >= c.ratio*float64(calls) {
+		b.moveFrom(tk.state, BreakerOpen, at)
+	}
+}
+
+// breakerParams are a Breaker's constants.
+type breakerParams struct {
+	ratio    float64
+	minCalls uint64
+	openFor  time.Duration
+	probes   int64
+	width    int64
+}
+
+// params returns b's constants; the zero Breaker has the defaults.
+func (b *Breaker) params() breakerParams {
+	if b.width == 0 {
+		return breakerParams{defaultBreakerRatio, defaultBreakerMinCalls, defaultBreakerOpenFor, defaultBreakerProbes, bucketWidth(defaultBreakerWindow)}
+	}
+	return breakerParams{b.ratio, b.minCalls, b.openFor, b.probes, b.width}
+}

@@ -1,0 +1,105 @@
+package retry
+
+import (
+	"context"
+	"reflect"
+	"time"
+)
+
+// guard is what a retry loop holds of its Policy's Breaker and Throttle
+// for one call: the breaker's ticket, and when the throttle counted the
+// current attempt. A Policy with neither pays two nil checks per attempt.
+type guard struct {
+	th      *Throttle
+	br      *Breaker
+	tk      ticket
+	pending bool      // the breaker admitted the call and has not been told how it went
+	shared  bool      // th and br read the same clock: the breaker reuses at
+	outcome int8      // of the latest attempt
+	at      time.Time // when the throttle counted the latest attempt
+}
+
+// before reports whether attempt n may be sent, or why not. The breaker
+// goes first: an open one refuses without the throttle counting a request.
+func (g *guard) before(n int) StopReason {
+	if g.br != nil {
+		if n == 1 {
+			tk, ok := g.br.admit()
+			if !ok {
+				return StopBreakerOpen
+			}
+			g.tk, g.pending = tk, true
+		} else if !g.br.allowRetry() {
+			return StopBreakerOpen
+		}
+	}
+	if g.th != nil {
+		g.at = now(g.th.clk)
+		if !g.th.allow(g.at, randFloat) {
+			return StopThrottled
+		}
+	}
+	return StopNone
+}
+
+// attempted tells the throttle, and the breaker if it counts attempts, how
+// an attempt went.
+func (g *guard) attempted(outcome int8) {
+	g.outcome = outcome
+	if g.th != nil {
+		g.th.answered(g.at, outcome != outcomeFailure)
+	}
+	if g.br != nil && g.br.countAttempts {
+		g.br.record(g.tk, outcome, g.sharedAt())
+		g.pending, g.tk.probe = false, false // only the first attempt probes
+	}
+}
+
+// done tells the breaker how the call went, once. A call that panicked
+// before an outcome counts as nothing, and gives back its probe.
+func (g *guard) done() {
+	if g.pending {
+		g.pending = false
+		g.br.record(g.tk, g.outcome, g.sharedAt())
+	}
+}
+
+// newGuard returns the guard of a call through th and br, either or both
+// nil.
+func newGuard(th *Throttle, br *Breaker) guard {
+	g := guard{th: th, br: br}
+	// A clock read costs more than the rest of an allowed attempt (tens of
+	// nanoseconds, more in some sandboxes): one read serves both when they
+	// share a clock, as they should.
+	g.shared = th != nil && br != nil && th.clkCmp && br.clkComparable && th.clk == br.clk
+	return g
+}
+
+// sharedAt is the time the throttle read for the latest attempt, if the
+// breaker may use it, or else the zero time.
+func (g *guard) sharedAt() time.Time {
+	if g.shared {
+		return g.at
+	}
+	return time.Time{}
+}
+
+// comparableClock reports whether clk can be compared with == without a
+// panic.
+func comparableClock(clk Clock) bool {
+	return clk == nil || reflect.TypeOf(clk).Comparable()
+}
+
+// failedOutcome is the outcome of an attempt that failed with the caller's
+// ctx in state cerr (nil while alive) and the Classifier's verdict retry:
+// a caller who canceled tells nothing about the service, but a deadline
+// that a hanging service ran out does.
+func failedOutcome(cerr error, retry bool) int8 {
+	switch {
+	case cerr == context.Canceled:
+		return outcomeNone
+	case cerr != nil || retry:
+		return outcomeFailure
+	}
+	return outcomeSuccess
+}

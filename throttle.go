@@ -1,0 +1,159 @@
+package retry
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Defaults of a zero field of [ThrottleOptions].
+const (
+	defaultThrottleK           = 2
+	defaultThrottleWindow      = 2 * time.Minute
+	defaultThrottleMinRequests = 20
+	defaultThrottleMaxReject   = 0.9
+)
+
+// ThrottleOptions configures [NewThrottle]. A zero field stands for the
+// default in brackets.
+type ThrottleOptions struct {
+	// K is how many requests the client sends per request the service
+	// accepts before it starts to shed [2]; at least 1. Lower sheds sooner.
+	K float64
+	// Window is the span of time the counts cover [2m]. It slides by a
+	// sixteenth of itself: what is older than 15/16 of it may be
+	// forgotten already, and what is older than all of it is.
+	Window time.Duration
+	// MinRequests is how many requests the window must hold before the
+	// Throttle refuses any [20], so that a sparse client never trips.
+	MinRequests int
+	// MaxReject caps the reject probability [0.9], so that some requests
+	// always go through to see the service recover; in (0, 1].
+	MaxReject float64
+	// Clock is the time source of the window [real time].
+	Clock Clock
+}
+
+// Throttle sheds requests on the client while the service behind it
+// rejects many of them: the client-side adaptive throttling of Google's SRE
+// book ("Handling Overload", chapter 21). Over a sliding Window it counts
+// requests, the attempts the application tried to send (those it refused
+// included), and accepts, the attempts the service answered with something
+// other than an overload; and it refuses each new attempt, before it is
+// sent, with probability
+//
+//	max(0, (requests − K·accepts) / (requests + 1))
+//
+// capped at MaxReject, and zero while the window holds fewer than
+// MinRequests requests. A healthy service sees no shedding (requests ≈
+// accepts); an overloaded one sees about K requests per request it
+// accepts, not the full offered load.
+//
+// [Do] asks it before every attempt, the first included: a refused attempt
+// is never sent, and Do stops with [StopThrottled] and an error matching
+// [ErrThrottled] and [ErrGaveUp]. An attempt counts as accepted unless the
+// Classifier would retry its error (a 429, a 503, UNAVAILABLE,
+// RESOURCE_EXHAUSTED, a timeout): a 400 is an accept, since the service did
+// its work. Share one Throttle per downstream service, like a [Budget].
+//
+// The zero Throttle is ready to use, with the defaults of a zero
+// [ThrottleOptions] and the real clock. A Throttle is safe for concurrent
+// use and takes no lock: an attempt costs
+// a clock read, a sum over 16 buckets and two atomic adds.
+type Throttle struct {
+	k, maxReject float64
+	minRequests  uint64
+	clk          Clock
+	clkCmp       bool  // clk can be compared with ==, to share a read with a Breaker
+	width        int64 // of a bucket of w
+	w            window
+}
+
+// NewThrottle returns a Throttle with the options o, or an error matching
+// [ErrInvalidPolicy] that names the first option that cannot be used.
+func NewThrottle(o ThrottleOptions) (*Throttle, error) {
+	switch {
+	case math.IsNaN(o.K) || math.IsInf(o.K, 0) || o.K < 0 || o.K > 0 && o.K < 1:
+		return nil, invalid("ThrottleOptions.K %v is not a finite number of at least 1", o.K)
+	case o.Window < 0:
+		return nil, invalid("ThrottleOptions.Window %v is negative", o.Window)
+	case o.Window > 0 && o.Window < windowBuckets*time.Millisecond:
+		return nil, invalid("ThrottleOptions.Window %v is below %v", o.Window, windowBuckets*time.Millisecond)
+	case o.MinRequests < 0:
+		return nil, invalid("ThrottleOptions.MinRequests %d is negative", o.MinRequests)
+	case math.IsNaN(o.MaxReject) || o.MaxReject < 0 || o.MaxReject > 1:
+		return nil, invalid("ThrottleOptions.MaxReject %v is not in (0, 1]", o.MaxReject)
+	}
+	t := &Throttle{k: o.K, maxReject: o.MaxReject, minRequests: uint64(o.MinRequests), clk: o.Clock, clkCmp: comparableClock(o.Clock)}
+	if t.k == 0 {
+		t.k = defaultThrottleK
+	}
+	if t.maxReject == 0 {
+		t.maxReject = defaultThrottleMaxReject
+	}
+	if o.MinRequests == 0 {
+		t.minRequests = defaultThrottleMinRequests
+	}
+	span := o.Window
+	if span == 0 {
+		span = defaultThrottleWindow
+	}
+	t.width = bucketWidth(span)
+	return t, nil
+}
+
+// RejectProbability returns the probability with which the Throttle
+// refuses an attempt now, for metrics.
+func (t *Throttle) RejectProbability() float64 {
+	return t.rejectAt(now(t.clk))
+}
+
+// rejectAt is the SRE formula over the window that ends at at.
+func (t *Throttle) rejectAt(at time.Time) float64 {
+	k, maxReject, minRequests, width := t.params()
+	requests, accepts := t.w.sum(at, width)
+	if requests < minRequests {
+		return 0
+	}
+	r := float64(requests)
+	p := (r - k*float64(accepts)) / (r + 1)
+	return min(max(p, 0), maxReject)
+}
+
+// params returns t's constants; the zero Throttle has the defaults.
+func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int64) {
+	if t.width == 0 {
+		return defaultThrottleK, defaultThrottleMaxReject, defaultThrottleMinRequests, bucketWidth(defaultThrottleWindow)
+	}
+	return t.k, t.maxReject, t.minRequests, t.width
+}
+
+// allow reports whether a request may be sent at at, and counts it if
+// not; u is a uniform draw in [0, 1), read only when the probability is
+// not zero. A request sent is counted when its answer comes, with it (see
+// answered): one atomic add per attempt, not two.
+func (t *Throttle) allow(at time.Time, u func() float64) bool {
+	if p := t.rejectAt(at); p != 0 && u() < p {
+		t.w.add(at, t.bucketWidth(), 1, 0)
+		return false
+	}
+	return true
+}
+
+// answered counts a request sent at at, and whether it was accepted.
+func (t *Throttle) answered(at time.Time, accepted bool) {
+	if accepted {
+		t.w.add(at, t.bucketWidth(), 1, 1)
+	} else {
+		t.w.add(at, t.bucketWidth(), 1, 0)
+	}
+}
+
+var randFloat = rand.Float64
+
+func (t *Throttle) bucketWidth() int64 {
+	if t.width == 0 {
+		return bucketWidth(defaultThrottleWindow)
+	}
+	return t.width
+}

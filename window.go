@@ -1,0 +1,67 @@
+package retry
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// windowBuckets is how many buckets a sliding window is cut into: the
+// window forgets its oldest sixteenth at a time.
+const windowBuckets = 16
+
+// window counts two numbers over a sliding span of time, without a lock: a
+// total and a marked part of it (requests and accepts, calls and failures).
+// Each bucket holds one sixteenth of the span; a bucket whose epoch is out
+// of date is reset by the first writer that finds it so. A write that races
+// the reset may be lost, which a rate over thousands of events does not
+// notice. The zero window is empty. Its owner passes the width of a bucket,
+// in nanoseconds, to each method.
+type window struct {
+	buckets [windowBuckets]struct {
+		epoch  atomic.Int64  // which width-long slice of time the counts are for
+		counts atomic.Uint64 // total<<32 | marked
+	}
+}
+
+// bucketWidth is the width of a bucket of a window that spans span.
+func bucketWidth(span time.Duration) int64 { return max(int64(span)/windowBuckets, 1) }
+
+// add counts total and marked at time t.
+func (w *window) add(t time.Time, width int64, total, marked uint64) {
+	e := t.UnixNano() / width
+	b := &w.buckets[uint64(e)%windowBuckets]
+	delta := total<<32 | marked
+	if old := b.epoch.Load(); old != e {
+		if old > e || !b.epoch.CompareAndSwap(old, e) {
+			if old > e { // a late write for a bucket already reused: drop it
+				return
+			}
+			b.counts.Add(delta) // another writer reset it
+			return
+		}
+		b.counts.Store(delta)
+		return
+	}
+	b.counts.Add(delta)
+}
+
+// sum returns the totals of the window that ends at t.
+func (w *window) sum(t time.Time, width int64) (total, marked uint64) {
+	e := t.UnixNano() / width
+	for i := range w.buckets {
+		b := &w.buckets[i]
+		if d := e - b.epoch.Load(); d >= 0 && d < windowBuckets {
+			c := b.counts.Load()
+			total += c >> 32
+			marked += c & (1<<32 - 1)
+		}
+	}
+	return total, marked
+}
+
+// reset empties the window.
+func (w *window) reset() {
+	for i := range w.buckets {
+		w.buckets[i].counts.Store(0)
+	}
+}
