@@ -33,6 +33,10 @@ type page struct {
 	Op       *opPage
 	Budgets  []BudgetTokens
 	Idem     []idemRow
+	// Config is the version of the retry configuration in force, if one
+	// is registered.
+	Config    uint64
+	HasConfig bool
 }
 
 // idemRow is a route's line in the idempotency table: the outcomes a

@@ -52,6 +52,8 @@ type Recorder struct {
 	other   *operation
 	budgets []namedBudget
 
+	configVersion func() uint64 // see ConfigVersion
+
 	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
 	otherRoute *idemRoute
 }

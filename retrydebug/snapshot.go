@@ -19,6 +19,9 @@ type Snapshot struct {
 	// [Recorder.RecordIdempotency], by route, with the overflow bucket,
 	// if any, last.
 	Idempotency []IdempotencyRoute `json:"idempotency"`
+	// ConfigVersion is the version of the retry configuration in force,
+	// when one is registered with [Recorder.ConfigVersion]; 0 otherwise.
+	ConfigVersion uint64 `json:"config_version,omitempty"`
 }
 
 // Operation is the record of one operation name.
@@ -95,6 +98,7 @@ func gaveUp(s retry.StopReason) bool {
 func (r *Recorder) Snapshot() Snapshot {
 	ops := r.operations()
 	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
+	s.ConfigVersion, _ = r.configVersionNow()
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))
 	}

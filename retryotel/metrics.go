@@ -54,12 +54,15 @@ type instruments struct {
 	duration metric.Float64Histogram
 	tracer   trace.Tracer // nil when tracing is off: a noop provider
 
+	meter metric.Meter // for the gauges registered later, such as ObserveConfigVersion's
+
 	idemRequests metric.Int64Counter
 	idemStore    metric.Float64Histogram
 }
 
 func newInstruments(c config) (ins instruments, err error) {
 	m := c.meters.Meter(ScopeName)
+	ins.meter = m
 	if ins.calls, err = m.Int64Counter(CallsName, metric.WithUnit("{call}"),
 		metric.WithDescription("Calls made through retry.Do or a retryhttp.Transport, by outcome.")); err != nil {
 		return ins, err
