@@ -4,7 +4,11 @@
 // It logs each accepted version and each rejection (the last good config
 // stays in force), shows the active config on /debug/retries, and publishes
 // its version as the expvar retryconfig_version on /debug/vars, for a
-// dashboard or an OpenTelemetry collector that scrapes it. Flags and
+// dashboard or an OpenTelemetry collector that scrapes it. (A service that
+// uses package retryotel, a module of its own, reports the version as the
+// gauge retry.config.version with Observer.ObserveConfigVersion, and one
+// that mounts the retry panel shows it there with
+// retrydebug.Recorder.ConfigVersion.) Flags and
 // environment variables override single fields, with the precedence flag >
 // environment > file > default:
 //
