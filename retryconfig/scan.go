@@ -24,14 +24,24 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("not valid JSON: %s at byte %d", e.msg, e.offset)
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
+
+// plain marks the bytes a string holds as they are: all but the quote, the
+// backslash and the control characters. skipString steps over a run of them
+// with one table lookup a byte, the bulk of the validating pass.
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // validDocument checks that b is exactly one JSON value.
 func validDocument(b []byte) error {
@@ -44,6 +54,68 @@ func validDocument(b []byte) error {
 		return &syntaxError{"data after the value", end}
 	}
 	return nil
+}
+
+// walkValid is walk and validDocument in one pass, for Parse, which reads
+// the bulk of a large document (the policies) where it lies: it calls f
+// with the key of each member of the JSON object at b[i:] and the offset of
+// its value, and f validates the value (with skipValue, or another
+// walkValid) and returns the offset of its end. depth is the object's, as
+// skipValue counts it. A *syntaxError means b is not valid JSON up to
+// there; any other error (not an object, a duplicate key if dups is set)
+// leaves the object unvalidated, for the caller to finish with skipValue.
+func walkValid(b []byte, i, depth int, dups bool, f func(key string, v int) (int, error)) (int, error) {
+	if i >= len(b) {
+		return i, &syntaxError{"unexpected end", i}
+	}
+	if b[i] != '{' {
+		end, err := skipValue(b, i, depth)
+		if err != nil {
+			return end, err
+		}
+		return end, fmt.Errorf("%s is not an object", describe(b[i:end]))
+	}
+	if depth >= maxDepth {
+		return i, &syntaxError{"nested too deep", i}
+	}
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	var keys keySet
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, &syntaxError{"want a string key", i}
+		}
+		kend, err := skipString(b, i)
+		if err != nil {
+			return kend, err
+		}
+		key := unquote(b[i:kend])
+		if dups && keys.add(key) {
+			return i, fmt.Errorf("%q appears twice", key)
+		}
+		if i = skipSpace(b, kend); i >= len(b) || b[i] != ':' {
+			return i, &syntaxError{"want ':'", i}
+		}
+		if i, err = f(key, skipSpace(b, i+1)); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = skipSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return i + 1, nil
+		default:
+			return i, &syntaxError{"want ',' or '}'", i}
+		}
+	}
+}
+
+// isSyntax reports whether err says that a document is not valid JSON.
+func isSyntax(err error) bool {
+	_, ok := err.(*syntaxError)
+	return ok
 }
 
 // skipValue returns the end of the JSON value that starts at b[i].
@@ -107,6 +179,12 @@ func skipValue(b []byte, i, depth int) (int, error) {
 func skipString(b []byte, i int) (int, error) {
 	start := i
 	for i++; i < len(b); i++ {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
@@ -240,6 +318,12 @@ func skipTrusted(b []byte, i int) int {
 // endOfString returns the end of the valid JSON string that starts at b[i].
 func endOfString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch b[i] {
 		case '"':
 			return i + 1
