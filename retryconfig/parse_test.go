@@ -106,6 +106,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad hedging", `{"policies": {"p": {"hedging": {"maxAttempts": 1}}}}`, `policies.p.hedging: maxAttempts: 1 must be above 1`, true},
 		{"empty name", `{"policies": {"": {}}}`, `policies: a policy needs a name`, false},
 		{"duplicate key", `{"policies": {"p": {}, "p": {}}}`, `policies: "p" appears twice`, false},
+		{"duplicate key, escaped", `{"policies": {"caf\u00e9": {}, "café": {}}}`, `policies: "café" appears twice`, false},
+		{"duplicate field, escaped", `{"policies": {"p": {"\u006daxAttempts": 2, "maxAttempts": 2}}}`, `policies.p: "maxAttempts" appears twice`, true},
 		{"not an object", `[]`, `[] is not an object`, false},
 		{"policy not an object", `{"policies": {"p": 3}}`, `policies.p: 3 is not an object`, true},
 		{"syntax", `{"policies": {`, `not valid JSON`, false},

@@ -33,12 +33,12 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// plain marks the bytes a string holds as they are: all but the quote, the
-// backslash and the control characters. skipString steps over a run of them
-// with one table lookup a byte, the bulk of the validating pass.
+// plain marks the bytes a string holds as they are: printable ASCII but
+// the quote and the backslash. skipString steps over a run of them with one
+// table lookup a byte, the bulk of the validating pass.
 var plain = func() (t [256]bool) {
 	for c := range t {
-		t[c] = c >= 0x20 && c != '"' && c != '\\'
+		t[c] = c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\'
 	}
 	return t
 }()
@@ -86,11 +86,16 @@ func walkValid(b []byte, i, depth int, dups bool, f func(key string, v int) (int
 		if i >= len(b) || b[i] != '"' {
 			return i, &syntaxError{"want a string key", i}
 		}
-		kend, err := skipString(b, i)
+		kend, simple, err := scanString(b, i)
 		if err != nil {
 			return kend, err
 		}
-		key := unquote(b[i:kend])
+		var key string
+		if simple {
+			key = simpleString(b[i+1 : kend-1])
+		} else {
+			key = unquote(b[i:kend])
+		}
 		if dups && keys.add(key) {
 			return i, fmt.Errorf("%q appears twice", key)
 		}
@@ -177,7 +182,16 @@ func skipValue(b []byte, i, depth int) (int, error) {
 }
 
 func skipString(b []byte, i int) (int, error) {
+	end, _, err := scanString(b, i)
+	return end, err
+}
+
+// scanString is skipString, reporting too whether the string is simple:
+// ASCII without an escape, its bytes as they are, so that a caller that
+// needs its value (a key) need not look at them again.
+func scanString(b []byte, i int) (end int, simple bool, err error) {
 	start := i
+	simple = true
 	for i++; i < len(b); i++ {
 		for i < len(b) && plain[b[i]] {
 			i++
@@ -187,10 +201,13 @@ func skipString(b []byte, i int) (int, error) {
 		}
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1, nil
+			return i + 1, simple, nil
 		case c < 0x20:
-			return i, &syntaxError{"control character in string", i}
+			return i, false, &syntaxError{"control character in string", i}
+		case c >= utf8.RuneSelf:
+			simple = false
 		case c == '\\':
+			simple = false
 			i++
 			if i >= len(b) {
 				break
@@ -199,15 +216,15 @@ func skipString(b []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return i, &syntaxError{"bad \\u escape", i}
+					return i, false, &syntaxError{"bad \\u escape", i}
 				}
 				i += 4
 			default:
-				return i, &syntaxError{"bad escape", i}
+				return i, false, &syntaxError{"bad escape", i}
 			}
 		}
 	}
-	return start, &syntaxError{"unterminated string", start}
+	return start, false, &syntaxError{"unterminated string", start}
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
@@ -262,6 +279,12 @@ func unquote(raw []byte) string {
 			break
 		}
 	}
+	return simpleString(inner)
+}
+
+// simpleString is the value of a string whose bytes between the quotes
+// are inner, as they are.
+func simpleString(inner []byte) string {
 	switch string(inner) { // the names of fields, without an allocation each
 	case "maxAttempts":
 		return "maxAttempts"
