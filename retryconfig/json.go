@@ -45,44 +45,22 @@ func split(raw []byte, buf []member, dups bool) ([]member, error) {
 // walk calls f with the key of each member of the JSON object at raw[i:],
 // in document order, and the offset of its value; f reads the value and
 // returns the offset of its end. walk returns the offset of the object's
-// end. A caller that reads a large value in place, as parseDoc reads the
-// policies, saves the scan that would find its end first. walk rejects
-// anything but an object, and a duplicate key (which encoding/json would
-// silently resolve to the last one) if dups is set. raw must be part of a
-// document that validDocument accepted.
+// end. A caller that reads a large value in place saves the scan that
+// would find its end first (walkValid does the same while validating, for
+// Parse's policies). walk rejects anything but an object, and a duplicate
+// key (which encoding/json would silently resolve to the last one) if dups
+// is set. raw must be part of a document that validDocument accepted.
 func walk(raw []byte, i int, dups bool, f func(key string, v int) int) (int, error) {
 	i = skipSpace(raw, i)
 	if raw[i] != '{' {
 		return i, fmt.Errorf("%s is not an object", describe(raw[i:skipTrusted(raw, i)]))
 	}
-	var few [8]string // the keys so far, while there are few
-	n := 0
-	var seen map[string]bool
+	var keys keySet
 	for i = skipSpace(raw, i+1); raw[i] != '}'; {
 		kend := endOfString(raw, i)
 		key := unquote(raw[i:kend])
-		if dups {
-			dup := false
-			switch {
-			case n < len(few):
-				for _, k := range few[:n] {
-					dup = dup || k == key
-				}
-				few[n] = key
-				n++
-			case seen == nil:
-				seen = make(map[string]bool, 2*len(few))
-				for _, k := range few {
-					seen[k] = true
-				}
-				fallthrough
-			default:
-				dup = seen[key]
-				seen[key] = true
-			}
-			if dup {
-				return i, fmt.Errorf("%q appears twice", key)
-			}
+		if dups && keys.add(key) {
+			return i, fmt.Errorf("%q appears twice", key)
 		}
 		vend := f(key, skipSpace(raw, skipSpace(raw, kend)+1))
 		if i = skipSpace(raw, vend); raw[i] == ',' {
@@ -90,6 +68,37 @@ func walk(raw []byte, i int, dups bool, f func(key string, v int) int) (int, err
 		}
 	}
 	return i + 1, nil
+}
+
+// keySet holds the keys of one object, to find a duplicate: in an array
+// while there are few, as in most objects, in a map beyond.
+type keySet struct {
+	few  [8]string
+	n    int
+	seen map[string]bool
+}
+
+// add adds key and reports whether it was there already.
+func (s *keySet) add(key string) bool {
+	switch {
+	case s.n < len(s.few):
+		for _, k := range s.few[:s.n] {
+			if k == key {
+				return true
+			}
+		}
+		s.few[s.n] = key
+		s.n++
+		return false
+	case s.seen == nil:
+		s.seen = make(map[string]bool, 2*len(s.few))
+		for _, k := range s.few {
+			s.seen[k] = true
+		}
+	}
+	dup := s.seen[key]
+	s.seen[key] = true
+	return dup
 }
 
 // elements splits a JSON array into its elements.

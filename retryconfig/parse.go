@@ -26,13 +26,9 @@ func Parse(data []byte) (*Config, error) {
 
 func parseDoc(data []byte, p *problems) *Config {
 	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
-	if err := validDocument(data); err != nil {
-		p.add("", false, "%v", err)
-		return c
-	}
-	// The policies are read where they lie, each in one pass over its
-	// bytes; their names go into the map once all are read, when their
-	// number is known.
+	// The document is validated as it is read, in one pass: the policies
+	// are read where they lie, each in one pass over its bytes; their names
+	// go into the map once all are read, when their number is known.
 	type named struct {
 		name string
 		e    *entry
@@ -42,13 +38,13 @@ func parseDoc(data []byte, p *problems) *Config {
 		slab     []entry // entries, a chunk at a time: a few allocations for a thousand
 		values   memo
 	)
-	_, err := walk(data, 0, true, func(key string, v int) int {
+	end, err := walkValid(data, skipSpace(data, 0), 0, true, func(key string, v int) (int, error) {
 		switch key {
 		case "policies":
-			end, err := walk(data, v, false, func(name string, pv int) int {
+			end, err := walkValid(data, v, 1, false, func(name string, pv int) (int, error) {
 				if name == "" {
 					p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
-					return skipTrusted(data, pv)
+					return skipValue(data, pv, 2)
 				}
 				if len(slab) == cap(slab) {
 					slab = make([]entry, 0, min(max(16, 2*cap(slab)), 1024))
@@ -58,20 +54,38 @@ func parseDoc(data []byte, p *problems) *Config {
 				policies = append(policies, named{name, e})
 				return parsePolicy(e, name, data, pv, &values, p)
 			})
-			if err != nil {
+			if err != nil && !isSyntax(err) {
 				p.add("policies", false, "%v", err)
-				return skipTrusted(data, v)
+				return skipValue(data, v, 1)
 			}
-			return end
+			return end, err
 		case "budgets":
-			end := skipTrusted(data, v)
-			parseBudgets(c, data[v:end:end], p)
-			return end
+			end, err := skipValue(data, v, 1)
+			if err == nil {
+				parseBudgets(c, data[v:end:end], p)
+			}
+			return end, err
 		default:
 			p.add(key, false, "unknown field (want policies or budgets)")
-			return skipTrusted(data, v)
+			return skipValue(data, v, 1)
 		}
 	})
+	if err == nil {
+		if end = skipSpace(data, end); end != len(data) {
+			err = &syntaxError{"data after the value", end}
+		}
+	}
+	if err != nil && !isSyntax(err) {
+		// Not an object, or a key twice: the rest is not validated yet.
+		if verr := validDocument(data); verr != nil {
+			err = verr
+		}
+	}
+	if isSyntax(err) {
+		*p = problems{} // invalid JSON is the only problem worth reporting
+		p.add("", false, "%v", err)
+		return c
+	}
 	if err != nil {
 		p.add("", false, "%v", err)
 		return c
@@ -138,25 +152,32 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 }
 
 // parsePolicy reads the policy of our format named name, the value at
-// data[v:], into e, and returns the offset of its end.
-func parsePolicy(e *entry, name string, data []byte, v int, m *memo, p *problems) int {
+// data[v:], into e, validating it as JSON at depth 2, and returns the
+// offset of its end; an error is a *syntaxError.
+func parsePolicy(e *entry, name string, data []byte, v int, m *memo, p *problems) (int, error) {
 	bad := false
-	end, err := walk(data, v, true, func(key string, fv int) int {
-		fend := skipTrusted(data, fv)
+	end, err := walkValid(data, v, 2, true, func(key string, fv int) (int, error) {
+		fend, err := skipValue(data, fv, 3)
+		if err != nil {
+			return fend, err
+		}
 		if err := e.set(key, data[fv:fend:fend], m); err != nil {
 			bad = true // paths are built only for an error: a thousand concatenations add up
 			p.add("policies."+name+"."+key, true, "%v", err)
 		}
-		return fend
+		return fend, nil
 	})
 	if err != nil {
+		if isSyntax(err) {
+			return end, err
+		}
 		p.add("policies."+name, true, "%v", err)
-		return skipTrusted(data, v)
+		return skipValue(data, v, 2)
 	}
 	if !bad {
 		checkPolicy(name, &e.policy, p)
 	}
-	return end
+	return end, nil
 }
 
 var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")

@@ -1,6 +1,8 @@
 package retryconfig_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +106,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad hedging", `{"policies": {"p": {"hedging": {"maxAttempts": 1}}}}`, `policies.p.hedging: maxAttempts: 1 must be above 1`, true},
 		{"empty name", `{"policies": {"": {}}}`, `policies: a policy needs a name`, false},
 		{"duplicate key", `{"policies": {"p": {}, "p": {}}}`, `policies: "p" appears twice`, false},
+		{"duplicate key, escaped", `{"policies": {"caf\u00e9": {}, "café": {}}}`, `policies: "café" appears twice`, false},
+		{"duplicate field, escaped", `{"policies": {"p": {"\u006daxAttempts": 2, "maxAttempts": 2}}}`, `policies.p: "maxAttempts" appears twice`, true},
 		{"not an object", `[]`, `[] is not an object`, false},
 		{"policy not an object", `{"policies": {"p": 3}}`, `policies.p: 3 is not an object`, true},
 		{"syntax", `{"policies": {`, `not valid JSON`, false},
@@ -145,4 +149,43 @@ func TestParseBoundsErrors(t *testing.T) {
 	_, err := retryconfig.Parse(doc)
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "and 40 more")
+}
+
+// TestParseSyntaxErrorAlone checks that a document that is not valid JSON
+// gets that error alone, wherever it lies, even after problems that Parse
+// found in the part before it (Parse validates as it reads).
+func TestParseSyntaxErrorAlone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, doc, notWant string
+	}{
+		{"after a bad field", `{"policies": {"p": {"maxAttempts": 0}, "q": {"x": tru}}}`, "maxAttempts"},
+		{"after an unknown field", `{"policys": {}, "policies": {"p": {}},}`, "unknown field"},
+		{"after a duplicate policy field", `{"policies": {"p": {"factor": 2, "factor": 2}, "q": [1,]}}`, "twice"},
+		{"after a duplicate top key", `{"policies": {}, "policies": {}} x`, "twice"},
+		{"after a policy not an object", `{"policies": {"p": 3, "q": {"a" 1}}}`, "not an object"},
+		{"after a non-object document", `[1, 2,]`, "not an object"},
+		{"in policies not an object", `{"policies": [1, 2,]}`, "not an object"},
+		{"in budgets", `{"policies": {"p": {"maxAttempts": 0}}, "budgets": {"b": {"maxTokens": 01}}}`, "maxAttempts"},
+		{"unterminated", `{"policies": {"p": {"jitter": "full`, "jitter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.False(t, json.Valid([]byte(tt.doc)))
+			cfg, err := retryconfig.Parse([]byte(tt.doc))
+			require.Error(t, err)
+			assert.Nil(t, cfg)
+			assert.ErrorContains(t, err, "not valid JSON")
+			assert.NotContains(t, err.Error(), tt.notWant)
+		})
+	}
+
+	// Nesting beyond maxDepth is refused, as a syntax error, though
+	// encoding/json (whose limit is far higher) would accept it.
+	deep := strings.Repeat("[", 200) + strings.Repeat("]", 200)
+	_, err := retryconfig.Parse([]byte(`{"policies": {"p": {"maxAttempts": 0, "hedging": ` + deep + `}}}`))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "not valid JSON: nested too deep")
+	assert.NotContains(t, err.Error(), "maxAttempts")
 }

@@ -24,14 +24,24 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("not valid JSON: %s at byte %d", e.msg, e.offset)
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
+
+// plain marks the bytes a string holds as they are: printable ASCII but
+// the quote and the backslash. skipString steps over a run of them with one
+// table lookup a byte, the bulk of the validating pass.
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // validDocument checks that b is exactly one JSON value.
 func validDocument(b []byte) error {
@@ -44,6 +54,73 @@ func validDocument(b []byte) error {
 		return &syntaxError{"data after the value", end}
 	}
 	return nil
+}
+
+// walkValid is walk and validDocument in one pass, for Parse, which reads
+// the bulk of a large document (the policies) where it lies: it calls f
+// with the key of each member of the JSON object at b[i:] and the offset of
+// its value, and f validates the value (with skipValue, or another
+// walkValid) and returns the offset of its end. depth is the object's, as
+// skipValue counts it. A *syntaxError means b is not valid JSON up to
+// there; any other error (not an object, a duplicate key if dups is set)
+// leaves the object unvalidated, for the caller to finish with skipValue.
+func walkValid(b []byte, i, depth int, dups bool, f func(key string, v int) (int, error)) (int, error) {
+	if i >= len(b) {
+		return i, &syntaxError{"unexpected end", i}
+	}
+	if b[i] != '{' {
+		end, err := skipValue(b, i, depth)
+		if err != nil {
+			return end, err
+		}
+		return end, fmt.Errorf("%s is not an object", describe(b[i:end]))
+	}
+	if depth >= maxDepth {
+		return i, &syntaxError{"nested too deep", i}
+	}
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	var keys keySet
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, &syntaxError{"want a string key", i}
+		}
+		kend, simple, err := scanString(b, i)
+		if err != nil {
+			return kend, err
+		}
+		var key string
+		if simple {
+			key = simpleString(b[i+1 : kend-1])
+		} else {
+			key = unquote(b[i:kend])
+		}
+		if dups && keys.add(key) {
+			return i, fmt.Errorf("%q appears twice", key)
+		}
+		if i = skipSpace(b, kend); i >= len(b) || b[i] != ':' {
+			return i, &syntaxError{"want ':'", i}
+		}
+		if i, err = f(key, skipSpace(b, i+1)); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = skipSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return i + 1, nil
+		default:
+			return i, &syntaxError{"want ',' or '}'", i}
+		}
+	}
+}
+
+// isSyntax reports whether err says that a document is not valid JSON.
+func isSyntax(err error) bool {
+	_, ok := err.(*syntaxError)
+	return ok
 }
 
 // skipValue returns the end of the JSON value that starts at b[i].
@@ -105,14 +182,32 @@ func skipValue(b []byte, i, depth int) (int, error) {
 }
 
 func skipString(b []byte, i int) (int, error) {
+	end, _, err := scanString(b, i)
+	return end, err
+}
+
+// scanString is skipString, reporting too whether the string is simple:
+// ASCII without an escape, its bytes as they are, so that a caller that
+// needs its value (a key) need not look at them again.
+func scanString(b []byte, i int) (end int, simple bool, err error) {
 	start := i
+	simple = true
 	for i++; i < len(b); i++ {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1, nil
+			return i + 1, simple, nil
 		case c < 0x20:
-			return i, &syntaxError{"control character in string", i}
+			return i, false, &syntaxError{"control character in string", i}
+		case c >= utf8.RuneSelf:
+			simple = false
 		case c == '\\':
+			simple = false
 			i++
 			if i >= len(b) {
 				break
@@ -121,15 +216,15 @@ func skipString(b []byte, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return i, &syntaxError{"bad \\u escape", i}
+					return i, false, &syntaxError{"bad \\u escape", i}
 				}
 				i += 4
 			default:
-				return i, &syntaxError{"bad escape", i}
+				return i, false, &syntaxError{"bad escape", i}
 			}
 		}
 	}
-	return start, &syntaxError{"unterminated string", start}
+	return start, false, &syntaxError{"unterminated string", start}
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
@@ -184,6 +279,12 @@ func unquote(raw []byte) string {
 			break
 		}
 	}
+	return simpleString(inner)
+}
+
+// simpleString is the value of a string whose bytes between the quotes
+// are inner, as they are.
+func simpleString(inner []byte) string {
 	switch string(inner) { // the names of fields, without an allocation each
 	case "maxAttempts":
 		return "maxAttempts"
@@ -240,6 +341,12 @@ func skipTrusted(b []byte, i int) int {
 // endOfString returns the end of the valid JSON string that starts at b[i].
 func endOfString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch b[i] {
 		case '"':
 			return i + 1
