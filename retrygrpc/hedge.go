@@ -46,6 +46,8 @@ type hedgedCall struct {
 	wantHeader, wantTrailer *metadata.MD
 	wantPeer                *peer.Peer
 
+	streamed *hedgedStream // set when the call is a hedged server stream
+
 	fatal     bool  // the race ended with a status that is not non-fatal
 	throttled bool  // the Budget refused a copy
 	sent      int   // copies sent
@@ -60,6 +62,12 @@ type hedgeCopy struct {
 	peer            peer.Peer
 	err             error
 	panicV          any
+
+	// A copy of a server stream: its stream, and what ends it.
+	cs      grpc.ClientStream
+	eof     bool               // it ended with OK and no header or message
+	release context.CancelFunc // ends the copy's own ctx
+	stop    func() bool        // unties the copy's ctx from the race's
 }
 
 // hedged returns the hedged call for a call of method with policy p and
@@ -71,8 +79,15 @@ func (cfg *config) hedged(ctx context.Context, method string, req, reply any, cc
 	if !ok || !cfg.idempotentMethod(method, co) || cfg.grpcRetries(cc, method) {
 		return nil
 	}
-	hc := &hedgedCall{hedging: h, budget: p.Budget, msg: msg}
-	hc.req, hc.reply, hc.invoker = req, reply, invoker
+	hc := newHedge(ctx, cfg, method, cc, opts, p, h)
+	hc.msg, hc.req, hc.reply, hc.invoker = msg, req, reply, invoker
+	return hc
+}
+
+// newHedge is the part of a hedged call that a unary call and a server
+// stream share.
+func newHedge(ctx context.Context, cfg *config, method string, cc *grpc.ClientConn, opts []grpc.CallOption, p *retry.Policy, h retryconfig.Hedging) *hedgedCall {
+	hc := &hedgedCall{hedging: h, budget: p.Budget}
 	hc.cfg, hc.ctx, hc.method, hc.cc, hc.clk = cfg, ctx, method, cc, p.Clock
 	hc.idempotent = true
 	for _, c := range h.NonFatalCodes {
@@ -162,7 +177,12 @@ func (hc *hedgedCall) race(loop context.Context) error {
 	send := func() {
 		hc.sent++
 		running++
-		cp := &hedgeCopy{n: hc.sent, reply: hc.msg.ProtoReflect().New().Interface()}
+		cp := &hedgeCopy{n: hc.sent}
+		if hc.streamed != nil {
+			go hc.streamed.send(ctx, cp, results)
+			return
+		}
+		cp.reply = hc.msg.ProtoReflect().New().Interface()
 		go hc.send(ctx, cp, results)
 	}
 	// The first copy waits for a hold of the target, as an ordinary call's
@@ -213,6 +233,10 @@ func (hc *hedgedCall) race(loop context.Context) error {
 					budgets.Succeeded(hc.budget)
 				}
 				hc.clearHold()
+				if hc.streamed != nil {
+					hc.streamed.win(cp)
+					return nil
+				}
 				proto.Reset(hc.msg)
 				proto.Merge(hc.msg, cp.reply)
 				return nil
@@ -255,6 +279,9 @@ func (hc *hedgedCall) race(loop context.Context) error {
 // decide makes cp the copy whose answer the caller gets, for now.
 func (hc *hedgedCall) decide(cp *hedgeCopy) {
 	hc.last = cp.err
+	if hc.streamed != nil {
+		hc.streamed.trailer = cp.trailer
+	}
 	if hc.wantHeader != nil {
 		*hc.wantHeader = cp.header
 	}

@@ -91,12 +91,17 @@ type stream struct {
 
 func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	co := callOptionsOf(opts)
-	p := cfg.policyFor(method)
+	p, h, hedged := cfg.policyAndHedging(method)
 	if co.policy != nil {
-		p = *co.policy
+		p, hedged = *co.policy, false
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	if hedged {
+		if hs := cfg.hedgedStream(ctx, desc, cc, method, streamer, co, opts, &p, h); hs != nil {
+			return hs, nil
+		}
 	}
 	s := &stream{desc: desc, streamer: streamer, opts: opts}
 	s.init(cfg, ctx, method, cc, co, &p)
