@@ -434,9 +434,11 @@ func TestHedgeUnderHold(t *testing.T) {
 	})
 }
 
-// Streams are not hedged: a server-streaming method whose policy has a
-// hedgingPolicy makes one attempt, whatever its status.
-func TestHedgeNotForStreams(t *testing.T) {
+// A server stream whose copies all fail with a non-fatal status before
+// committing sends maxAttempts copies and ends with the last status; a bidi
+// stream (and a client-streaming one) is not hedged: the interceptor keeps
+// no copy of what the caller streams, so it makes one attempt.
+func TestHedgeServerStreamsOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer(fail(codes.Unavailable))
 		cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
@@ -445,7 +447,13 @@ func TestHedgeNotForStreams(t *testing.T) {
 		c := dial(t, srv, withStreamRetry(retry.Policy{}, retrygrpc.WithAllIdempotent(), retrygrpc.WithPolicies(retryconfig.NewLive(cfg))))
 		_, err = drain(watch(t.Context(), t, c, "x"))
 		assert.Equal(t, codes.Unavailable, status.Code(err))
-		assert.Len(t, srv.seen(), 1)
+		assert.Len(t, srv.seen(), 3, "a server stream is hedged")
+
+		bidi, err := c.FullDuplexCall(t.Context())
+		require.NoError(t, err)
+		_, err = bidi.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Len(t, srv.seen(), 4, "a bidi stream makes one attempt")
 	})
 }
 
