@@ -119,11 +119,15 @@
 //
 // # Hedging
 //
-// With [WithPolicies], a unary method whose policy has a gRFC A6
-// hedgingPolicy is hedged rather than retried: several copies race, one
-// each hedgingDelay, and the first OK or fatal status decides the call (see
-// WithPolicies for the rules). grpc-go parses hedgingPolicy but does not
-// act on it, so the two never stack. Streams are not hedged.
+// With [WithPolicies], a unary or server-streaming method whose policy has
+// a gRFC A6 hedgingPolicy is hedged rather than retried: several copies
+// race, one each hedgingDelay, and the first OK or fatal status decides
+// the call (see WithPolicies for the rules). A server stream's copy wins
+// when it commits: its response header comes, or it ends with OK; the
+// stream is then the caller's and is never sent again. Client-streaming
+// and bidi streams are not hedged, since the interceptor keeps no copy of
+// what the caller streams: they make one attempt. grpc-go parses
+// hedgingPolicy but does not act on it, so the two never stack.
 //
 // # Order among interceptors
 //

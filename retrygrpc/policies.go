@@ -37,8 +37,16 @@ import (
 // and Summary record the race as one attempt, whose Reason counts the
 // copies. Hedging, like retrying, needs the method marked idempotent; a
 // call with its own CallPolicy, a method that grpc-go retries itself and a
-// reply that is not a protobuf message get one attempt instead. Streams are
-// not hedged: a stream's policy with a hedgingPolicy makes one attempt.
+// reply that is not a protobuf message get one attempt instead.
+//
+// A server-streaming method with a hedgingPolicy is hedged by
+// [StreamClientInterceptor] by the same rules, in its first RecvMsg or
+// Header: each copy opens a stream and sends it the request message, and
+// the first copy to commit (its response header comes, or it ends with OK)
+// wins and is the caller's stream, the others cancelled; after that,
+// nothing is sent again. Client-streaming and bidi streams are not hedged:
+// the interceptor keeps no copy of what the caller streams, so they make
+// one attempt.
 func WithPolicies(live *retryconfig.Live) Option {
 	return Option{func(c *config) { c.policies = live }}
 }

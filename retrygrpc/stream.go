@@ -41,6 +41,11 @@ import (
 // as they are, except that one the interceptor would otherwise have retried
 // also matches [ErrNotReplayed] and says so.
 //
+// With [WithPolicies], a server-streaming method whose policy has a
+// hedgingPolicy is hedged instead of retried (see WithPolicies): its
+// grpc.Header option gets the winning copy's header when the race ends, and
+// its grpc.Trailer and grpc.Peer options the winner's when the stream ends.
+//
 // A stream's Trace (see [WithTrace]) and p.OnDone come when the retry loop
 // ends: when a client-streaming or bidi stream has opened, and when a
 // server-streaming one has committed or failed for good. A server-streaming
