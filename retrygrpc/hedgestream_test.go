@@ -259,3 +259,30 @@ func TestHedgeStreamCommittedNotResent(t *testing.T) {
 		assert.Len(t, srv.copies(), 1, "a committed stream is not sent again")
 	})
 }
+
+// Seam: retryThrottling applies to a hedged stream as to a hedged call. A
+// copy that fails non-fatally takes a token; with half the tokens gone the
+// next copy is not sent, and the call ends with the status it had.
+func TestHedgeStreamThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &streamHedgeServer{start: time.Now(), script: []streamReply{
+			{after: 10 * time.Millisecond, code: codes.Unavailable},
+			{after: 10 * time.Millisecond, msgs: 1},
+		}}
+		cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "grpc.testing.TestService", "method": "StreamingOutputCall"}],
+			"hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.1s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}],
+			"retryThrottling": {"maxTokens": 2, "tokenRatio": 0.1}}`))
+		require.NoError(t, err)
+		c := dialStreamHedged(t, srv, cfg)
+		var tr retry.Trace
+		st, err := c.StreamingOutputCall(retrygrpc.WithTrace(t.Context(), &tr), &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte("req")}})
+		require.NoError(t, err)
+		_, err = readAll(st)
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, srv.copies(), 1, "the budget refused the second copy")
+		require.Equal(t, 1, tr.Attempts(), "the race is one attempt in the Trace")
+		assert.Equal(t, "hedged: 1 copies sent; Unavailable; budget refused the next copy", tr.Last().Reason)
+	})
+}

@@ -51,12 +51,6 @@ func WithPolicies(live *retryconfig.Live) Option {
 	return Option{func(c *config) { c.policies = live }}
 }
 
-// policyFor is the Policy of a call of method.
-func (cfg *config) policyFor(method string) retry.Policy {
-	p, _, _ := cfg.policyAndHedging(method)
-	return p
-}
-
 // policyAndHedging is the Policy of a call of method, and its hedging, if
 // it has one, from one Config, so that an update cannot come between them.
 func (cfg *config) policyAndHedging(method string) (retry.Policy, retryconfig.Hedging, bool) {
