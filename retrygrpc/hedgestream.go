@@ -196,7 +196,8 @@ func (hs *hedgedStream) RecvMsg(m any) error {
 }
 
 // Header runs the race if RecvMsg has not, then returns the winner's
-// header, or nil when the stream ended without one (RecvMsg says how).
+// header; when no copy committed, nil and the call's error, as grpc's
+// Header does (nil, nil if the stream ended with OK and no header).
 func (hs *hedgedStream) Header() (metadata.MD, error) {
 	if hs.state.Load() == pending {
 		hs.settle()
@@ -204,7 +205,10 @@ func (hs *hedgedStream) Header() (metadata.MD, error) {
 	if hs.state.Load() == committed {
 		return hs.won.header, nil
 	}
-	return nil, nil
+	if hs.final == io.EOF {
+		return nil, nil
+	}
+	return nil, hs.final
 }
 
 // Trailer returns the winner's trailer, or the deciding copy's.

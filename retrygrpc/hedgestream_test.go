@@ -215,9 +215,13 @@ func TestHedgeStreamNonFatalSendsNextAtOnce(t *testing.T) {
 		}}
 		c := dialStreamHedged(t, srv, streamHedgingConfig(t, 3, "1s", "UNAVAILABLE"))
 		start := time.Now()
-		got, err := readAll(openStream(t, c))
+		var header metadata.MD
+		st, err := c.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte("req")}}, grpc.Header(&header))
+		require.NoError(t, err)
+		got, err := readAll(st)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"copy 2 #0"}, got)
+		assert.Equal(t, []string{"2"}, header.Get("copy"), "grpc.Header gets the winner's header")
 		assert.Equal(t, 20*time.Millisecond, time.Since(start))
 		synctest.Wait()
 		assert.Equal(t, []time.Duration{0, 10 * time.Millisecond}, srv.arrivals())
@@ -232,7 +236,11 @@ func TestHedgeStreamFatalEndsCall(t *testing.T) {
 			{after: time.Second, msgs: 1},
 		}}
 		c := dialStreamHedged(t, srv, streamHedgingConfig(t, 3, "0.1s", "UNAVAILABLE"))
-		got, err := readAll(openStream(t, c))
+		st := openStream(t, c)
+		md, err := st.Header()
+		assert.Nil(t, md)
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "Header gives the call's status")
+		got, err := readAll(st)
 		assert.Empty(t, got)
 		require.Error(t, err)
 		assert.Equal(t, codes.InvalidArgument, status.Code(err))
