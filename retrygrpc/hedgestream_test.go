@@ -187,14 +187,16 @@ func TestHedgeStreamCopiesEveryDelayFirstHeaderWins(t *testing.T) {
 	})
 }
 
-// A hedgingDelay of 0 opens every copy at once; a header sent before the
-// copy's wait commits it, and the first RecvMsg runs the race.
+// A hedgingDelay of 0 opens every copy at once, and the first RecvMsg runs
+// the race. The winner answers 10ms in, not at once: a header sent at once
+// could commit the race before the other copies, sent at the same instant,
+// reach the server.
 func TestHedgeStreamZeroDelayOpensAllAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &streamHedgeServer{start: time.Now(), script: []streamReply{
 			{after: time.Second, msgs: 1},
 			{after: time.Second, msgs: 1},
-			{header: true, after: 10 * time.Millisecond, msgs: 1},
+			{after: 10 * time.Millisecond, msgs: 1},
 		}}
 		c := dialStreamHedged(t, srv, streamHedgingConfig(t, 3, "0s", ""))
 		got, err := readAll(openStream(t, c))
