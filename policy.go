@@ -134,6 +134,30 @@ func (p Policy) Wait(n int, prev time.Duration, u float64) time.Duration {
 	return p.wait(n, prev, u)
 }
 
+// plainValid reports, without filling in any default, that p is valid and
+// resolve would find nothing wrong: the usual Policy, in a few tests, so
+// that a Do whose first attempt succeeds never needs the defaults. false
+// means only that resolve must be asked.
+func (p *Policy) plainValid() bool {
+	base, hi := p.BaseBackoff, p.MaxBackoff
+	if base|hi|p.MaxElapsed|p.AttemptTimeout < 0 || p.MaxAttempts < 0 ||
+		base != 0 && hi != 0 && hi < base || // a zero one is made to fit the other
+		p.Factor != 0 && !(p.Factor >= 1 && p.Factor <= math.MaxFloat64) {
+		return false
+	}
+	k, ok := p.Jitter.(JitterKind)
+	return p.Jitter == nil || ok && k <= DecorrelatedJitter
+}
+
+// maxAttempts is MaxAttempts, or its default when it is zero, without
+// resolving p.
+func (p *Policy) maxAttempts() int {
+	if p.MaxAttempts == 0 {
+		return defaultMaxAttempts
+	}
+	return p.MaxAttempts
+}
+
 // resolve validates p and replaces its zero fields with their defaults.
 // Do calls it on its own copy, so that the rest of the loop reads plain fields.
 func (p *Policy) resolve() error {

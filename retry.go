@@ -132,16 +132,23 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		t.stop = StopInvalid
 		return errNilContext
 	}
-	if err := p.resolve(); err != nil {
-		t.stop = StopInvalid
-		return err
+	// The defaults are filled in at the first failure: a call that succeeds
+	// at once never reads them, and most Policies need only plainValid's
+	// few tests to be known valid.
+	resolved := false
+	if !p.plainValid() {
+		if err := p.resolve(); err != nil {
+			t.stop = StopInvalid
+			return err
+		}
+		resolved = true
 	}
 	if ctx.Err() != nil {
 		t.stop = StopContextDone
 		return ctxStop(ctx, nil, 0)
 	}
 
-	maxAttempts, budget, deferred := p.MaxAttempts, p.Budget, false
+	maxAttempts, budget, deferred := p.maxAttempts(), p.Budget, false
 	opCtx := ctx
 	if outer := outerLoop(ctx); outer != nil && !p.RetryNested {
 		deferred, maxAttempts = true, 1
@@ -218,6 +225,10 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			break
 		}
 
+		if !resolved {
+			_ = p.resolve() // plainValid said it is valid
+			resolved = true
+		}
 		d := p.Classifier(ctx, *a)
 		a.Reason = d.Reason
 		if g != nil {
