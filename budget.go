@@ -140,8 +140,13 @@ type Budgets struct {
 	maxTokens, ratio float64 // zero means the default; set only by NewBudgets
 	maxKeys          int
 
-	mu sync.Mutex
-	m  map[string]*Budget
+	// live answers Get without a lock, so that calls from many goroutines
+	// do not queue on one mutex to find a Budget that exists; m, under mu,
+	// is the same set, where a new key is added and one to forget is drawn
+	// at random.
+	live sync.Map // key → *Budget
+	mu   sync.Mutex
+	m    map[string]*Budget
 }
 
 // NewBudgets returns a Budgets whose Budgets hold maxTokens and give back
@@ -158,6 +163,9 @@ func NewBudgets(maxTokens, tokenRatio float64, maxKeys int) (*Budgets, error) {
 
 // Get returns the Budget of key, made on first use.
 func (bs *Budgets) Get(key string) *Budget {
+	if b, ok := bs.live.Load(key); ok {
+		return b.(*Budget)
+	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if b, ok := bs.m[key]; ok {
@@ -173,10 +181,12 @@ func (bs *Budgets) Get(key string) *Budget {
 	if len(bs.m) >= maxKeys {
 		for k := range bs.m { // map order is random: any one will do
 			delete(bs.m, k)
+			bs.live.Delete(k)
 			break
 		}
 	}
 	b := &Budget{maxTokens: bs.maxTokens, ratio: bs.ratio}
 	bs.m[key] = b
+	bs.live.Store(key, b)
 	return b
 }
