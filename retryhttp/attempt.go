@@ -30,8 +30,6 @@ type attempt struct {
 	late  bool                     // the timer fired before it was stopped
 	auth  string                   // the Authorization it carried, when Refresh is set
 	resp  *http.Response
-
-	statusErr StatusError // its error when the status is 400 or more, kept here to save an allocation
 }
 
 // send makes one attempt and returns it once its response headers arrive.

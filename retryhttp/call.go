@@ -44,11 +44,18 @@ type call struct {
 	err      error          // the latest attempt's error, or its *StatusError
 	decision retry.Decision // what the latest failed attempt was judged
 
-	doneTrace retry.Trace // what the loop ended with, for Transport.OnDone
-	doneErr   error
-	reported  bool // Transport.OnDone has been called
+	done     *loopEnd // what the loop ended with, when Transport.OnDone is set
+	reported bool     // Transport.OnDone has been called
 
 	hint sampleHint // the Logger's last group of lines, for LogSampling
+}
+
+// loopEnd is what the retry loop of a call ended with, kept for
+// Transport.OnDone. It is apart from call, and made only for an observed
+// Transport, so that a call that waits for its next attempt holds less.
+type loopEnd struct {
+	trace retry.Trace
+	err   error
 }
 
 func (t *Transport) newCall(req *http.Request, opts options) *call {
@@ -103,7 +110,10 @@ func (c *call) attempt(loop context.Context) error {
 	if c.t.Refresh != nil {
 		c.t.auth.answered(c.origin(), a.auth, a.resp.StatusCode)
 	}
-	if se := c.check(loop, a.resp, &a.statusErr); se != nil {
+	// The StatusError is made apart from the attempt, so that a call that
+	// waits for its next attempt keeps the error (the Trace's), not the
+	// spent attempt and its ctx: a few hundred bytes less per waiting call.
+	if se := c.check(loop, a.resp, nil); se != nil {
 		c.err = se
 		return se
 	}
@@ -198,6 +208,9 @@ func (c *call) onRetry(next func(context.Context, retry.Attempt, time.Duration))
 			}
 			a.discard(limit)
 			c.cur = nil
+			if c.live == a {
+				c.live = nil // nothing left to abandon; let it go during the wait
+			}
 		}
 	}
 }

@@ -241,8 +241,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // keepDone wraps the Policy's OnDone so that the call keeps the Trace and
 // error the loop ends with.
 func (c *call) keepDone(next func(context.Context, retry.Trace, error)) func(context.Context, retry.Trace, error) {
+	c.done = new(loopEnd)
 	return func(ctx context.Context, tr retry.Trace, err error) {
-		c.doneTrace, c.doneErr = tr, err
+		c.done.trace, c.done.err = tr, err
 		if next != nil {
 			next(ctx, tr, err)
 		}
@@ -259,11 +260,15 @@ func (c *call) donePanicked() {
 		return
 	}
 	c.reported = true
-	err := c.doneErr
-	if c.doneTrace.Stop() != retry.StopPanicked || err == nil {
+	var end loopEnd // a panic before the loop began leaves c.done nil
+	if c.done != nil {
+		end = *c.done
+	}
+	err := end.err
+	if end.trace.Stop() != retry.StopPanicked || err == nil {
 		err = errPanicked
 	}
-	c.t.OnDone(c.req.Context(), c.summary(c.doneTrace, nil, err))
+	c.t.OnDone(c.req.Context(), c.summary(end.trace, nil, err))
 }
 
 // roundTrip is RoundTrip for a request that is not hedged: its attempts,
