@@ -205,3 +205,47 @@ func failsafeHTTPExecutor() failsafe.Executor[*http.Response] {
 		})
 	return failsafe.With(failsafePolicy(b, tinyDelay, tinyDelay))
 }
+
+// BenchmarkHTTPFirstSuccess is the HTTP case that matters most: a GET
+// that the server answers 200 at once, so that nothing is retried and the
+// rows differ only by what wrapping the request costs. direct is one plain
+// request, the floor; handloop and stormguard are as in BenchmarkHTTPGet.
+func BenchmarkHTTPFirstSuccess(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rows := []struct {
+		name string
+		make func(tb testing.TB) func(req *http.Request) (*http.Response, error)
+	}{
+		{"direct", func(tb testing.TB) func(req *http.Request) (*http.Response, error) {
+			return (&http.Client{Transport: newTransport(tb)}).Do
+		}},
+		{"handloop", func(tb testing.TB) func(req *http.Request) (*http.Response, error) {
+			c := &http.Client{Transport: newTransport(tb)}
+			return func(req *http.Request) (*http.Response, error) { return handloopHTTP(c, req, tinyDelay, tinyDelay) }
+		}},
+		{"stormguard", func(tb testing.TB) func(req *http.Request) (*http.Response, error) {
+			return (&http.Client{Transport: &retryhttp.Transport{Base: newTransport(tb), Policy: ourPolicy(tinyDelay, tinyDelay)}}).Do
+		}},
+	}
+	for _, row := range rows {
+		b.Run(row.name, func(b *testing.B) {
+			srv := newFlakyServer(b, 1) // every request gets its 200
+			do := row.make(b)
+			for b.Loop() {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp, err := do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				drain(resp)
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d, want 200", resp.StatusCode)
+				}
+			}
+		})
+	}
+}

@@ -1,106 +1,125 @@
 #!/usr/bin/env bash
-# run.sh runs the benchmark module: every benchmark with -benchmem, enough
-# times for benchstat, then the cancellation latency test, then prints
-# benchstat's summary and a check of stormguard's targets (issue 5).
+# run.sh measures every table of BENCHMARKS.md in one run: each benchmark
+# COUNT times, then benchstat's medians, then a check of each target.
 #
-# It needs only Go: the peers and benchstat come from the module proxy.
-# About 2-3 minutes on 2 cores. Knobs, as environment variables:
-#   COUNT      runs of each benchmark (default 10)
-#   BENCHTIME  -benchtime of each run (default 100ms)
+# It needs only Go (the peers and benchstat come from the module proxy);
+# redis-server, if installed, adds the Redis rows. About 6 minutes on 2
+# quiet cores with the defaults, about 15 with COUNT=10. Knobs, as
+# environment variables:
+#   COUNT      runs of each benchmark (default 3)
+#   BENCHTIME  -benchtime of the benchmarks timed by duration (default 100ms)
 #   OUT        where the raw output goes (default bench/results/<UTC time>)
+# Each step's command is printed before it runs and kept in $OUT/commands.txt.
 set -euo pipefail
 cd "$(dirname "$0")"
+BENCH=$PWD
+ROOT=$(cd .. && pwd)
 
-COUNT=${COUNT:-10}
+COUNT=${COUNT:-3}
 BENCHTIME=${BENCHTIME:-100ms}
 OUT=${OUT:-results/$(date -u +%Y%m%dT%H%M%SZ)}
-BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 mkdir -p "$OUT"
-benchstat() { go run "$BENCHSTAT" "$@"; }
+OUT=$(cd "$OUT" && pwd)
+BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+benchstat() { (cd "$BENCH" && go run "$BENCHSTAT" "$@"); }
 
-SEQ='^Benchmark(FirstSuccess|ThreeFailures|RetryGrowth|HTTPGet|HTTPPut)$'
-PAR='^Benchmark(FirstSuccessParallel|BudgetParallel|BudgetHealthyParallel)$'
 start=$SECONDS
 {
 	echo "date:   $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "go:     $(go version)"
 	echo "cpus:   $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')  load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-	echo "cmd:    go test -run='^\$' -bench='$SEQ' -benchmem -count=$COUNT -benchtime=$BENCHTIME ."
-	echo "        go test -run='^\$' -bench='$PAR' -benchmem -count=$COUNT -benchtime=$BENCHTIME -cpu=1,2 ."
-	echo "        go test -run='^TestCancelLatency\$' -count=1 -v ."
+	echo "redis:  $(redis-server --version 2>/dev/null | cut -d' ' -f3 || echo 'not installed')"
+	echo "knobs:  COUNT=$COUNT BENCHTIME=$BENCHTIME"
 } | tee "$OUT/env.txt"
 
-go test -run='^$' -bench="$SEQ" -benchmem -count="$COUNT" -benchtime="$BENCHTIME" . | tee "$OUT/bench.txt"
-# The parallel scenarios run on 1 and on 2 cores, to show how they scale.
-go test -run='^$' -bench="$PAR" -benchmem -count="$COUNT" -benchtime="$BENCHTIME" -cpu=1,2 . | tee -a "$OUT/bench.txt"
-go test -run='^TestCancelLatency$' -count=1 -v . | tee "$OUT/cancel.txt"
+# step NAME DIR CMD...: runs CMD in DIR, its output into $OUT/NAME.txt.
+step() {
+	local name=$1 dir=$2
+	shift 2
+	echo "($dir) $*" | tee -a "$OUT/commands.txt"
+	(cd "$dir" && "$@") > "$OUT/$name.txt" 2>&1 || { tail -30 "$OUT/$name.txt"; echo "step $name failed"; exit 1; }
+}
+
+B=(go test -run='^$' -benchmem -count="$COUNT")
+# Core and HTTP (the sequential rows), the parallel rows on 1 and 2 cores,
+# and the cancellation latency.
+step core "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(FirstSuccess|ThreeFailures|RetryGrowth|HTTPGet|HTTPPut|HTTPFirstSuccess)$' .
+step parallel "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -cpu=1,2 -bench='^Benchmark(FirstSuccessParallel|BudgetParallel|BudgetHealthyParallel)$' .
+step cancel "$BENCH" go test -run='^TestCancelLatency$' -count=1 -v .
+# Hedging (a fixed workload per run), idempotency, gRPC.
+step hedge "$BENCH" "${B[@]}" -benchtime=1x -bench='^BenchmarkHedgeTail$' .
+step idempotency "$BENCH" "${B[@]}" -benchtime=500ms -bench='^BenchmarkIdempotency(Handler|Parallel)?$' .
+step grpc "$BENCH" "${B[@]}" -benchtime=2000x -bench='^BenchmarkGRPC' .
+# Scale: waiting calls and the outage run a fixed workload; contention and
+# stores run for BENCHTIME.
+step scale "$BENCH" "${B[@]}" -benchtime=1x -bench='^BenchmarkScale(Waiting|Outage)$' .
+step scale-par "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^BenchmarkScale(Contention|Store)$' .
+# The packages' own benchmarks: observers, Throttle and Breaker, config.
+step observe "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench=. ./retrydebug
+step otel "$ROOT/retryotel" "${B[@]}" -benchtime="$BENCHTIME" -bench=. .
+step guard "$ROOT" "${B[@]}" -benchtime=2000000x -bench='^BenchmarkGuardFirstSuccess$' .
+step config "$ROOT" "${B[@]}" -bench='^BenchmarkLive' ./retryconfig
 
 echo
-echo "==================== summary (benchstat: median ± 95% CI) ===================="
-benchstat "$OUT/bench.txt" | tee "$OUT/summary.txt"
-grep -A12 '^cancel latency' "$OUT/cancel.txt" | sed -n '1,/^is ctx/p' | tee -a "$OUT/summary.txt"
+echo "==================== medians (benchstat) ===================="
+for f in core parallel hedge idempotency grpc scale scale-par observe otel guard config; do
+	echo "---- $f"
+	benchstat "$OUT/$f.txt"
+done 2>&1 | tee "$OUT/summary.txt"
+sed -n '/^cancel latency/,/^is ctx/p' "$OUT/cancel.txt" | tee -a "$OUT/summary.txt"
 
 echo
-echo "==================== stormguard targets (medians) ===================="
-benchstat -format csv "$OUT/bench.txt" 2>/dev/null | awk -F, -v cancel="$OUT/cancel.txt" '
-	# Collect median per unit and benchmark; names of the sequential
-	# scenarios lose their -GOMAXPROCS suffix.
-	/^,[^,]+,CI$/ { unit = $2; next }
-	unit != "" && $1 ~ /\// {
-		name = $1
-		if (name !~ /Parallel/) sub(/-[0-9]+$/, "", name)
-		v[unit, name] = $2
-	}
+echo "==================== targets (medians) ===================="
+# One CSV of every median: unit,benchmark,value.
+for f in core parallel idempotency grpc scale scale-par; do
+	benchstat -format csv "$OUT/$f.txt" 2>/dev/null | awk -F, '
+		/^,[^,]+,CI$/ { unit = $2; next }
+		unit != "" && $1 ~ /\// { print unit "," $1 "," $2 }'
+done > "$OUT/medians.csv"
+awk -F, -v cancel="$OUT/cancel.txt" '
+	{ name = $2; if (name !~ /Parallel/) sub(/-[0-9]+$/, "", name); v[$1, name] = $3 }
 	function ns(n) { return v["sec/op", n] * 1e9 }
-	function fastest(scn, peers,   i, n, p, best) {
-		n = split(peers, p, " ")
-		best = ""
-		for (i = 1; i <= n; i++)
-			if ((("sec/op", scn "/" p[i]) in v) && (best == "" || ns(scn "/" p[i]) < ns(scn "/" best))) best = p[i]
-		return best
-	}
 	function verdict(ok) { return ok ? "met" : "MISSED" }
+	function ratio(label, a, b, target,   r) {
+		if (!(("sec/op", a) in v) || !(("sec/op", b) in v)) { printf "%-44s no data\n", label ":"; return }
+		r = ns(a) / ns(b)
+		printf "%-44s %.3g / %.3g ns = %.2fx (target <= %.2fx: %s)\n", label ":", ns(a), ns(b), r, target, verdict(r <= target)
+	}
 	END {
-		all = "cenkalti avast-v4 avast-v5 sethvargo failsafe"
-		s = "FirstSuccess"; f = fastest(s, all)
-		r = ns(s "/stormguard") / ns(s "/" f)
-		printf "first success:  stormguard %.1f ns/op %d allocs/op; fastest peer %s %.1f ns/op; ratio %.2f (target < 0.20: %s); allocs <= 1: %s\n",
-			ns(s "/stormguard"), v["allocs/op", s "/stormguard"], f, ns(s "/" f), r, verdict(r < 0.2), verdict(v["allocs/op", s "/stormguard"] <= 1)
-		printf "                with context.Background: %.1f ns/op %d allocs/op\n", ns(s "/stormguard-bg"), v["allocs/op", s "/stormguard-bg"]
-		f = fastest(s, "cenkalti avast-v4 avast-v5-new sethvargo failsafe")
-		printf "                fastest peer with a per-call ctx: %s %.1f ns/op; ratio %.2f\n", f, ns(s "/" f), ns(s "/stormguard") / ns(s "/" f)
-		s = "ThreeFailures"; f = fastest(s, all)
-		printf "three failures: stormguard %.1f ns/op, timer armed %.1f ns/op; fastest peer %s %.1f ns/op; below every peer: %s, timer armed: %s\n",
-			ns(s "/stormguard"), ns(s "/stormguard-timer"), f, ns(s "/" f),
-			verdict(ns(s "/stormguard") < ns(s "/" f)), verdict(ns(s "/stormguard-timer") < ns(s "/" f))
-		printf "retry allocs:   failures 0/1/3/7 -> %d/%d/%d/%d allocs/op (timer armed: %d/%d/%d/%d)\n",
-			v["allocs/op", "RetryGrowth/failures=0/stormguard"], v["allocs/op", "RetryGrowth/failures=1/stormguard"],
-			v["allocs/op", "RetryGrowth/failures=3/stormguard"], v["allocs/op", "RetryGrowth/failures=7/stormguard"],
-			v["allocs/op", "RetryGrowth/failures=0/stormguard-timer"], v["allocs/op", "RetryGrowth/failures=1/stormguard-timer"],
-			v["allocs/op", "RetryGrowth/failures=3/stormguard-timer"], v["allocs/op", "RetryGrowth/failures=7/stormguard-timer"]
-		split("FirstSuccessParallel BudgetParallel BudgetHealthyParallel", ps, " ")
+		ratio("first success vs sethvargo", "FirstSuccess/stormguard", "FirstSuccess/sethvargo", 0.45)
+		ratio("three failures vs handloop", "ThreeFailures/stormguard", "ThreeFailures/handloop", 0.80)
+		ratio("HTTP 503,503,200 vs handloop", "HTTPGet/stormguard", "HTTPGet/handloop", 1.05)
+		ratio("HTTP first success vs handloop", "HTTPFirstSuccess/stormguard", "HTTPFirstSuccess/handloop", 1.03)
+		printf "%-44s direct / handloop = %.2fx (two rows that do the same: the noise)\n", "HTTP first success, noise:", ns("HTTPFirstSuccess/direct") / ns("HTTPFirstSuccess/handloop")
+		ratio("idempotency fresh key vs none (loopback)", "Idempotency/memory-fresh", "Idempotency/none-fresh", 1.10)
+		ratio("idempotency replay vs none (loopback)", "Idempotency/memory-replay", "Idempotency/none-fresh", 1.05)
+		ratio("idempotency fresh key vs none (handler)", "IdempotencyHandler/memory-fresh", "IdempotencyHandler/none", 1.10)
+		ratio("idempotency replay vs none (handler)", "IdempotencyHandler/memory-replay", "IdempotencyHandler/none", 1.05)
+		d = v["allocs/op", "GRPCFirstSuccess/stormguard"] - v["allocs/op", "GRPCFirstSuccess/direct"]
+		printf "%-44s +%g allocs/op over direct (target <= +1: %s)\n", "gRPC first success:", d, verdict(d <= 1)
+		ratio("gRPC first success vs go-grpc-middleware", "GRPCFirstSuccess/stormguard", "GRPCFirstSuccess/grpc-middleware", 1.05)
+		split("do/real-clock do/fake-clock http/real-clock http/fake-clock", rows, " ")
+		for (i = 1; i <= 4; i++) {
+			s = "ScaleWaiting/" rows[i]
+			h = v["heap-B/call", s]
+			t = ((("timers/call", s) in v) ? sprintf(", %g timers/call (target 1: %s)", v["timers/call", s], verdict(v["timers/call", s] == 1)) : "")
+			printf "%-44s %g heap B/call (target <= 1024: %s)%s\n", "10,000 waiting calls, " rows[i] ":", h, verdict(h <= 1024), t
+		}
+		split("budget budgets transport", crows, " ")
 		for (i = 1; i <= 3; i++) {
-			for (j = 1; j <= 2; j++) {
-				s = ps[i] (j == 1 ? "/stormguard" : "/stormguard-bg")
-				if ((("sec/op", s "-2") in v))
-					printf "%-40s 1 core %5.1f ns/op, 2 cores %5.1f ns/op: speed-up %.2fx (ideal 2x)\n", s ":", ns(s), ns(s "-2"), ns(s) / ns(s "-2")
+			a = "ScaleContention/" crows[i] "/goroutines=1"; z = "ScaleContention/" crows[i] "/goroutines=64"
+			if ((("sec/op", a) in v)) {
+				r = ns(z) / ns(a)
+				printf "%-44s 1: %.3g ns, 2: %.3g, 8: %.3g, 64: %.3g ns/op: %.2fx (target <= 2x: %s)\n", "contention, " crows[i] ":", ns(a),
+					ns("ScaleContention/" crows[i] "/goroutines=2"), ns("ScaleContention/" crows[i] "/goroutines=8"), ns(z), r, verdict(r <= 2)
 			}
 		}
-		s = "HTTPGet/stormguard"
-		if ((("allocs/op", s) in v)) {
-			fewer = v["allocs/op", s] < v["allocs/op", "HTTPGet/retryablehttp"]
-			fewer = fewer && v["allocs/op", "HTTPPut/stormguard"] < v["allocs/op", "HTTPPut/retryablehttp"]
-			printf "http:           allocs/op GET %d vs retryablehttp %d (std client %d); PUT %d vs %d (std client %d): fewer: %s\n",
-				v["allocs/op", s], v["allocs/op", "HTTPGet/retryablehttp"], v["allocs/op", "HTTPGet/retryablehttp-std"],
-				v["allocs/op", "HTTPPut/stormguard"], v["allocs/op", "HTTPPut/retryablehttp"], v["allocs/op", "HTTPPut/retryablehttp-std"],
-				verdict(fewer)
-			printf "                PUT body read from GetBody %d B/op (3 x 64 KiB = 196608: no buffering), B/op %d vs handloop %d\n",
-				v["bodyread-B/op", "HTTPPut/stormguard"], v["B/op", "HTTPPut/stormguard"], v["B/op", "HTTPPut/handloop"]
-		} else
-			print "http:           no stormguard row yet (package retryhttp)"
-		while ((getline line < cancel) > 0)
-			if (line ~ /^stormguard(-http)? /) { split(line, c, " +"); printf "cancel:         %s p50 %s p99 %s (target p99 < 1ms), goroutines left %s\n", c[1], c[2], c[3], c[7] }
-	}' | tee -a "$OUT/summary.txt"
+		while ((getline line < cancel) > 0) {
+			if (line ~ /^stormguard-http /) { split(line, c, " +"); http99 = c[3] }
+			if (line ~ /^handloop /) { split(line, c, " +"); hand99 = c[3] }
+		}
+		if (http99 != "") printf "%-44s stormguard-http p99 %s, handloop p99 %s (target <= 2x)\n", "HTTP cancel -> return:", http99, hand99
+	}' "$OUT/medians.csv" | tee -a "$OUT/summary.txt"
 
 echo
 echo "raw output in $OUT/ ($((SECONDS - start))s)"

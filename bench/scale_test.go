@@ -203,13 +203,20 @@ func BenchmarkScaleContention(b *testing.B) {
 	for _, row := range []string{"budget", "budgets", "transport"} {
 		for _, g := range []int{1, 2, 8, 64} {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", row, g), func(b *testing.B) {
+				sent.Store(0)
 				call := contentionRow(b, row)
 				b.ReportAllocs()
 				contend(b, g, call)
+				if row == "transport" { // hedges and retries show here
+					b.ReportMetric(float64(sent.Load())/float64(b.N), "sent/op")
+				}
 			})
 		}
 	}
 }
+
+// sent counts the requests the transport row's server answered.
+var sent atomic.Int64
 
 // contend runs b.N calls of call from g goroutines, which take them in
 // batches, so that the shared count is not what they contend on.
@@ -287,9 +294,8 @@ func contentionRow(b *testing.B, row string) func(i int) error {
 			return refused(err)
 		}
 	case "transport":
-		var n atomic.Int64
 		h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			if n.Add(1)%10 == 0 {
+			if sent.Add(1)%10 == 0 {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}
