@@ -3,10 +3,10 @@
 # COUNT times, then benchstat's medians, then a check of each target.
 #
 # It needs only Go (the peers and benchstat come from the module proxy);
-# redis-server, if installed, adds the Redis rows. About 6 minutes on 2
-# quiet cores with the defaults, about 15 with COUNT=10. Knobs, as
-# environment variables:
-#   COUNT      runs of each benchmark (default 3)
+# redis-server, if installed, adds the Redis rows. About 7 minutes with
+# the defaults on 2 cores shared with other jobs (load 5-7), about twice
+# that with COUNT=10. Knobs, as environment variables:
+#   COUNT      runs of each benchmark (default 6, the fewest for which benchstat gives a CI)
 #   BENCHTIME  -benchtime of the benchmarks timed by duration (default 100ms)
 #   OUT        where the raw output goes (default bench/results/<UTC time>)
 # Each step's command is printed before it runs and kept in $OUT/commands.txt.
@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 BENCH=$PWD
 ROOT=$(cd .. && pwd)
 
-COUNT=${COUNT:-3}
+COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-100ms}
 OUT=${OUT:-results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"

@@ -489,5 +489,5 @@ func throughput(b *testing.B, g int, call func(i int) error) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	b.ReportMetric(float64(lat.quantile(0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat.quantile(0.99).Nanoseconds())/1e3, "p99-µs")
 }
