@@ -3,6 +3,7 @@ module github.com/stormguard/retry/idempotency/pgstore
 go 1.25.0
 
 require (
+	github.com/benbjohnson/clock v1.3.5
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stormguard/retry v0.1.0
 	github.com/stretchr/testify v1.12.1
