@@ -116,7 +116,8 @@ func TestCrashHarnessPostgresStore(t *testing.T) {
 // With the Redis store and the orders in PostgreSQL, a kill after the
 // commit and before the result reaches Redis leaves the key claimed; once
 // its lease runs out, the retry runs the handler again: a second order.
-// The harness counts them; every kill after a commit makes at least one.
+// The harness counts them; every kill after a commit makes at least one
+// (an order killed after its commit twice is made three times).
 func TestCrashHarnessRedisStoreMakesDoubleOrders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
@@ -129,7 +130,6 @@ func TestCrashHarnessRedisStoreMakesDoubleOrders(t *testing.T) {
 	t.Logf("Redis store, orders in PostgreSQL: %v", res)
 	assert.GreaterOrEqual(t, res.doubled, res.kills[atCommitted], "a double order for each kill after a commit")
 	assert.Positive(t, res.doubled, "the window that CompleteTx closes")
-	assert.Equal(t, res.rows-res.orders, res.doubled, "each double is one extra row (no order ran thrice)")
 }
 
 // runCrashHarness runs the harness against the orders table of pool, with
