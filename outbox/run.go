@@ -42,6 +42,9 @@ func (o *Outbox) Run(ctx context.Context) error {
 		o.mu.Unlock()
 	}()
 
+	if o.shared != nil {
+		return o.runShared(ctx) // claims instead of a local heap (shared.go)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	finished := make(chan struct{}, o.concurrency) // never blocks: one per call

@@ -1,0 +1,3 @@
+package pgjournal_test
+
+func crashChild() bool { return false }
