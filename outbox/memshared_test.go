@@ -180,3 +180,18 @@ func (m *memShared) counts() (claims, loads int) {
 	defer m.mu.Unlock()
 	return m.claims, m.loads
 }
+
+func (h *memHandle) Get(_ context.Context, keys []string) ([]outbox.Entry, error) {
+	m, err := h.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var es []outbox.Entry
+	for _, k := range keys {
+		if p, ok := m.ops[k]; ok {
+			es = append(es, p.e)
+		}
+	}
+	return es, nil
+}

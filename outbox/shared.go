@@ -40,6 +40,10 @@ import (
 //   - Release ends e's lease if e.Lease still holds the op, so that
 //     another process may claim it at once; a lease it no longer holds is
 //     not an error.
+//   - Get returns the latest state of the ops among keys that it holds, in
+//     any order. Run uses it, once per poll, for the ops enqueued here
+//     that another process may have finished, so that [Outbox.Wait] sees
+//     the outcome of an op wherever it ran.
 //
 // Times are the Outbox's clock readings: the clocks of the processes that
 // share a journal must agree to well within a lease.
@@ -48,6 +52,7 @@ type SharedJournal interface {
 	Claim(ctx context.Context, c ClaimRequest) ([]Entry, error)
 	Renew(ctx context.Context, held []Entry, until time.Time) (lost []string, err error)
 	Release(ctx context.Context, e Entry) error
+	Get(ctx context.Context, keys []string) ([]Entry, error)
 }
 
 // ClaimRequest asks a [SharedJournal] for due ops.
@@ -159,6 +164,12 @@ func (o *Outbox) runShared(ctx context.Context) error {
 			for _, e := range es {
 				o.startShared(ctx, cancel, e, inFlight, finished)
 			}
+			if err := o.refresh(ctx, inFlight); err != nil {
+				if ctx.Err() == nil {
+					cancel(fmt.Errorf("outbox: refresh: %w", err))
+				}
+				break
+			}
 		}
 		if len(inFlight) > 0 && !now.Before(nextRenew) {
 			o.renew(ctx, inFlight, now)
@@ -263,6 +274,57 @@ func (o *Outbox) renew(ctx context.Context, inFlight map[string]*flight, now tim
 			f.cancel()
 		}
 	}
+}
+
+// maxRefresh bounds the keys of one refresh: the ops waited for are
+// checked a slice at a time, the map's order varying between polls.
+const maxRefresh = 500
+
+// refresh finishes, here, the ops enqueued here that another process
+// finished, so that their Waits return.
+func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error {
+	var keys []string
+	o.mu.Lock()
+	for k, p := range o.ops {
+		if len(keys) == maxRefresh {
+			break
+		}
+		if _, busy := inFlight[k]; !busy && p.e.State == Pending && !p.redrive {
+			keys = append(keys, k)
+		}
+	}
+	o.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	es, err := o.shared.j.Get(ctx, keys)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, e := range es {
+		p, ok := o.ops[e.Op.Key]
+		if !ok || e.State == Pending || p.e.State != Pending || p.redrive {
+			continue
+		}
+		if _, busy := inFlight[e.Op.Key]; busy {
+			continue
+		}
+		e.Lease = ""
+		p.e = e
+		p.err = nil
+		if e.LastError != "" {
+			p.err = errors.New(e.LastError)
+		}
+		select {
+		case <-p.out.done:
+		default:
+			p.out.res = p.result()
+			close(p.out.done)
+		}
+	}
+	return nil
 }
 
 // release gives e's lease back, so that another process may claim the op

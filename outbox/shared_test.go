@@ -287,3 +287,29 @@ func TestSharedBadOptions(t *testing.T) {
 		assert.Error(t, err, "New(%+v)", opts)
 	}
 }
+
+// Wait returns the outcome of an op enqueued here and run by another
+// process.
+func TestSharedWaitSeesAnotherProcessFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		a := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		b := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		b.Handle("send", func(ctx context.Context, op outbox.Op) error { return retry.Permanent(errors.New("declined")) })
+		stopB := startRun(b)
+		a.Handle("mail", func(ctx context.Context, op outbox.Op) error { return nil }) // a runs no "send"
+		stopA := startRun(a)
+		key, err := a.Enqueue(context.Background(), outbox.Op{Kind: "send"})
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := a.Wait(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, outbox.Failed, r.State)
+		assert.Equal(t, 1, r.Attempts)
+		assert.ErrorContains(t, r.Err, "declined")
+		assert.ErrorIs(t, stopA(), context.Canceled)
+		assert.ErrorIs(t, stopB(), context.Canceled)
+	})
+}

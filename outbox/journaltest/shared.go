@@ -26,6 +26,7 @@ func runShared(t *testing.T, newStore func(t *testing.T) Open) {
 		{"Renew", testRenew},
 		{"FinishEndsLease", testFinishEndsLease},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"Get", testGet},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, newStore(t)) })
@@ -245,6 +246,29 @@ func testConcurrentClaims(t *testing.T, open Open) {
 	for k, c := range seen {
 		if c != 1 {
 			t.Errorf("%s claimed %d times, want once", k, c)
+		}
+	}
+}
+
+func testGet(t *testing.T, open Open) {
+	ctx := context.Background()
+	j := mustShared(t, open)
+	a, b := Entry("a", 1), Entry("b", 2)
+	must(t, "Add", j.Add(ctx, a))
+	must(t, "Add", j.Add(ctx, b))
+	b.State, b.Attempts, b.Finished, b.Next = outbox.Succeeded, 1, b.Enqueued, time.Time{}
+	must(t, "Update", j.Update(ctx, b))
+	es, err := j.Get(ctx, []string{"b", "nope", "a"})
+	must(t, "Get", err)
+	if len(es) != 2 {
+		t.Fatalf("Get returned %d entries, want 2", len(es))
+	}
+	if es[0].Op.Key != "a" {
+		es[0], es[1] = es[1], es[0]
+	}
+	for i, want := range []outbox.Entry{a, b} {
+		if d := Equal(want, es[i]); d != "" {
+			t.Errorf("Get: %s", d)
 		}
 	}
 }

@@ -97,3 +97,19 @@ func (j *Journal) Release(ctx context.Context, e outbox.Entry) error {
 	}
 	return nil
 }
+
+// Get returns the latest state of the ops among keys, in one statement.
+func (j *Journal) Get(ctx context.Context, keys []string) ([]outbox.Entry, error) {
+	if err := j.check(); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, j.sql.get, keys)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: get: %w", err)
+	}
+	es, _, err := scanAll(rows)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: get: %w", err)
+	}
+	return es, nil
+}
