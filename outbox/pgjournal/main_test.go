@@ -10,11 +10,11 @@ import (
 	"github.com/stormguard/retry/internal/pgserver"
 )
 
-// server is the package's one PostgreSQL: every test makes a database of
+// pgServer is the package's one PostgreSQL: every test makes a database of
 // its own on it (2 cores do not run a server per test).
-var server *pgserver.Server
+var pgServer *pgserver.Server
 
-// serverProblem is why server is nil: a skip, or a failure under CI=true.
+// serverProblem is why pgServer is nil: a skip, or a failure under CI=true.
 var serverProblem struct {
 	msg  string
 	fail bool
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	tb := &mainTB{}
-	server = pgserver.Start(tb)
+	pgServer = pgserver.Start(tb)
 	code := m.Run()
 	for i := len(tb.cleanups) - 1; i >= 0; i-- {
 		tb.cleanups[i]()
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// mainTB is the testing.TB that TestMain gives pgserver.Start: the server
+// mainTB is the testing.TB that TestMain gives pgserver.Start: the pgServer
 // outlives each test, and its Cleanups run after them all. Start calls
 // only the methods below; the embedded nil TB would panic on any other.
 type mainTB struct {
@@ -55,15 +55,15 @@ func (*mainTB) Fatalf(f string, a ...any) {
 	serverProblem.msg, serverProblem.fail = fmt.Sprintf(f, a...), true
 }
 
-// pg returns the package's server, or skips (fails, under CI=true) t
+// pg returns the package's pgServer, or skips (fails, under CI=true) t
 // without one.
 func pg(t testing.TB) *pgserver.Server {
 	t.Helper()
-	if server == nil {
+	if pgServer == nil {
 		if serverProblem.fail {
 			t.Fatal(serverProblem.msg)
 		}
 		t.Skip(serverProblem.msg)
 	}
-	return server
+	return pgServer
 }
