@@ -127,7 +127,8 @@ func (o *Outbox) runShared(ctx context.Context) error {
 	defer cancel(nil)
 	inFlight := make(map[string]*flight, o.concurrency)
 	finished := make(chan string, o.concurrency) // never blocks: one per call
-	claimNow := true
+	claimNow := true                             // a poll or a wake asks for a claim
+	more := false                                // the last claim was full: more may be due
 	var nextPoll, nextRenew time.Time
 	for ctx.Err() == nil {
 		o.mu.Lock()
@@ -144,9 +145,12 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		if !now.Before(nextPoll) {
 			claimNow = true
 		}
-		if claimNow && len(inFlight) < o.concurrency && len(kinds) > 0 {
-			claimNow = false
-			limit := o.concurrency - len(inFlight)
+		free := o.concurrency - len(inFlight)
+		// After a full claim, claim again once half the slots are free, not
+		// one op at a time: a claim per op would be a statement per op.
+		if (claimNow || more && 2*free >= o.concurrency) && free > 0 && len(kinds) > 0 {
+			claimNow, more = false, false
+			limit := free
 			es, err := s.j.Claim(ctx, ClaimRequest{Owner: s.owner, Kinds: kinds, Now: now, Until: now.Add(s.lease), Limit: limit})
 			if err != nil {
 				if ctx.Err() == nil {
@@ -155,9 +159,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 				break
 			}
 			nextPoll = now.Add(s.poll)
-			if len(es) == limit {
-				claimNow = true // more may be due: claim again when a slot frees
-			}
+			more = len(es) == limit
 			if len(inFlight) == 0 {
 				nextRenew = now.Add(s.lease / 3)
 			}

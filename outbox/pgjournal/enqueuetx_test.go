@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
