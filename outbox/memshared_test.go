@@ -19,7 +19,6 @@ type memShared struct {
 	tokens int
 	claims int // Claim calls
 	loads  int // Load calls
-	closed bool
 }
 
 type memOp struct {
