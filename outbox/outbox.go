@@ -122,7 +122,8 @@ func (p *item) result() Result {
 }
 
 // New returns an Outbox over j, loading the ops j holds: pending ones run
-// when Run is called. The Outbox does not close j.
+// when Run is called. A [SharedJournal] is not loaded: Run claims its ops
+// as they fall due. The Outbox does not close j.
 func New(j Journal, opts Options) (*Outbox, error) {
 	if j == nil {
 		return nil, errors.New("outbox: New with a nil Journal")
