@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/guards"
 )
 
 // Defaults of a zero field of [BreakerOptions].
@@ -113,6 +115,34 @@ type Breaker struct {
 	probesOK  atomic.Int64  // probes that succeeded in it
 	mu        sync.Mutex    // serializes changes of state
 	w         window        // calls (total) and failures (marked) while closed
+
+	key string                   // in its Breakers; "" alone
+	ws  atomic.Pointer[watchers] // told of each change of state; a Breakers' own, for its Breakers
+}
+
+// watchers returns b's watchers, made on first use.
+func (b *Breaker) watchers() *watchers {
+	if ws := b.ws.Load(); ws != nil {
+		return ws
+	}
+	b.ws.CompareAndSwap(nil, new(watchers))
+	return b.ws.Load()
+}
+
+// changed tells b's watchers that it moved from s to next. It runs under
+// b.mu, so that they hear of the changes in their order. A breaker that
+// opens while watched sets a timer for its move to half-open, so that the
+// watchers hear of it on time, whether or not a call comes (State makes
+// the move on time for a caller who asks; a watcher cannot ask).
+func (b *Breaker) changed(s, next uint64) {
+	ws := b.ws.Load()
+	if ws == nil || !ws.watching() {
+		return
+	}
+	if BreakerState(next&3) == BreakerOpen {
+		afterFunc(b.clk, time.Unix(0, b.openUntil.Load()), func() { b.State() })
+	}
+	ws.tell(guards.Change{Key: b.key, Breaker: true, From: uint8(s & 3), To: uint8(next & 3)})
 }
 
 // NewBreaker returns a closed Breaker with the options o, or an error
@@ -177,6 +207,7 @@ func (b *Breaker) halfOpen(s uint64) uint64 {
 	b.probesOK.Store(0)
 	next := (s>>2+1)<<2 | uint64(BreakerHalfOpen)
 	b.state.Store(next)
+	b.changed(s, next)
 	return next
 }
 
@@ -193,7 +224,9 @@ func (b *Breaker) moveFrom(s uint64, to BreakerState, at time.Time) {
 	} else {
 		b.w.reset()
 	}
-	b.state.Store((s>>2+1)<<2 | uint64(to))
+	next := (s>>2+1)<<2 | uint64(to)
+	b.state.Store(next)
+	b.changed(s, next)
 }
 
 // ticket is what a call admitted by a breaker holds: the state it was

@@ -3,7 +3,10 @@ package retry
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/guards"
 )
 
 // Defaults of a zero field of [ThrottleOptions].
@@ -67,6 +70,30 @@ type Throttle struct {
 	clkCmp       bool  // clk can be compared with ==, to share a read with a Breaker
 	width        int64 // of a bucket of w
 	w            window
+
+	on  atomic.Bool              // shedding: the reject probability was above zero when last computed
+	key string                   // in its Throttles; "" alone
+	ws  atomic.Pointer[watchers] // told when shedding starts and stops; a Throttles' own, for its Throttles
+}
+
+// watchers returns t's watchers, made on first use.
+func (t *Throttle) watchers() *watchers {
+	if ws := t.ws.Load(); ws != nil {
+		return ws
+	}
+	t.ws.CompareAndSwap(nil, new(watchers))
+	return t.ws.Load()
+}
+
+// note records whether the throttle sheds, by the probability p just
+// computed, and tells the watchers when that changes: once per change, by
+// whoever wins the swap. It costs an attempt one atomic load.
+func (t *Throttle) note(p float64) {
+	if on := p != 0; on != t.on.Load() && t.on.CompareAndSwap(!on, on) {
+		if ws := t.ws.Load(); ws != nil {
+			ws.tell(guards.Change{Key: t.key, On: on})
+		}
+	}
 }
 
 // NewThrottle returns a Throttle with the options o, or an error matching
@@ -105,7 +132,9 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 // RejectProbability returns the probability with which the Throttle
 // refuses an attempt now, for metrics.
 func (t *Throttle) RejectProbability() float64 {
-	return t.rejectAt(now(t.clk))
+	p := t.rejectAt(now(t.clk))
+	t.note(p)
+	return p
 }
 
 // rejectAt is the SRE formula over the window that ends at at.
@@ -133,7 +162,9 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 // not zero. A request sent is counted when its answer comes, with it (see
 // answered): one atomic add per attempt, not two.
 func (t *Throttle) allow(at time.Time, u func() float64) bool {
-	if p := t.rejectAt(at); p != 0 && u() < p {
+	p := t.rejectAt(at)
+	t.note(p)
+	if p != 0 && u() < p {
 		t.w.add(at, t.bucketWidth(), 1, 0)
 		return false
 	}
