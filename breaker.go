@@ -116,6 +116,8 @@ type Breaker struct {
 	mu        sync.Mutex    // serializes changes of state
 	w         window        // calls (total) and failures (marked) while closed
 
+	coarse *coarse // the real clock, read once per tick; nil in the zero Breaker
+
 	key string                   // in its Breakers; "" alone
 	ws  atomic.Pointer[watchers] // told of each change of state; a Breakers' own, for its Breakers
 }
@@ -182,7 +184,22 @@ func NewBreaker(o BreakerOptions) (*Breaker, error) {
 		span = defaultBreakerWindow
 	}
 	b.width = bucketWidth(span)
+	if b.clk == nil {
+		b.coarse = newCoarse(min(time.Duration(b.width/4), b.openFor/16))
+	}
 	return b, nil
+}
+
+// now is the time a call is counted at: the injected clock's, or the real
+// one's, read once per tick. State reads the clock itself, exactly.
+func (b *Breaker) now() time.Time {
+	switch {
+	case b.clk != nil:
+		return b.clk.Now()
+	case b.coarse != nil:
+		return b.coarse.now()
+	}
+	return time.Now()
 }
 
 // State returns the breaker's state now. An open breaker whose OpenFor has
@@ -243,7 +260,7 @@ func (b *Breaker) admit() (ticket, bool) {
 		return ticket{state: s}, true
 	}
 	if BreakerState(s&3) == BreakerOpen {
-		if now(b.clk).UnixNano() < b.openUntil.Load() {
+		if b.now().UnixNano() < b.openUntil.Load() {
 			return ticket{}, false
 		}
 		s = b.halfOpen(s)
@@ -311,7 +328,7 @@ func (b *Breaker) record(tk ticket, outcome int8, at time.Time) {
 				b.moveFrom(tk.state, BreakerClosed, time.Time{})
 			}
 		case outcomeFailure:
-			b.moveFrom(tk.state, BreakerOpen, now(b.clk))
+			b.moveFrom(tk.state, BreakerOpen, b.now())
 		}
 		return
 	}
@@ -319,13 +336,17 @@ func (b *Breaker) record(tk ticket, outcome int8, at time.Time) {
 		return // the breaker has moved on since this call began
 	}
 	if at.IsZero() {
-		at = now(b.clk)
+		at = b.now()
 	}
-	c := b.params()
-	if outcome == outcomeSuccess {
-		b.w.add(at, c.width, 1, 0)
+	if outcome == outcomeSuccess { // the hot path: no copy of the params
+		width := b.width
+		if width == 0 {
+			width = bucketWidth(defaultBreakerWindow)
+		}
+		b.w.add(at, width, 1, 0)
 		return
 	}
+	c := b.params()
 	b.w.add(at, c.width, 1, 1)
 	if calls, failures := b.w.sum(at, c.width); calls >= c.minCalls && float64(failures) >= c.ratio*float64(calls) {
 		b.moveFrom(tk.state, BreakerOpen, at)

@@ -34,7 +34,7 @@ func (g *guard) before(n int) StopReason {
 		}
 	}
 	if g.th != nil {
-		g.at = now(g.th.clk)
+		g.at = g.th.now()
 		if !g.th.allow(g.at, randFloat) {
 			return StopThrottled
 		}

@@ -92,6 +92,7 @@ type Breakers struct {
 	maxKeys int
 	k       keyed[Breaker]
 	ws      watchers // every Breaker's
+	coarse  *coarse  // every Breaker's, set under k's lock
 }
 
 // NewBreakers returns a Breakers whose Breakers have the options o, as
@@ -119,6 +120,12 @@ func (bs *Breakers) make(key string) *Breaker {
 	}
 	b.key = key
 	b.ws.Store(&bs.ws)
+	// One coarse clock for every member (mk runs under the set's lock).
+	if bs.coarse == nil {
+		bs.coarse = b.coarse
+	} else if b.coarse != nil {
+		b.coarse = bs.coarse
+	}
 	return b
 }
 
@@ -142,6 +149,7 @@ type Throttles struct {
 	maxKeys int
 	k       keyed[Throttle]
 	ws      watchers // every Throttle's
+	coarse  *coarse  // every Throttle's, set under k's lock
 }
 
 // NewThrottles returns a Throttles whose Throttles have the options o, as
@@ -169,6 +177,11 @@ func (ts *Throttles) make(key string) *Throttle {
 	}
 	t.key = key
 	t.ws.Store(&ts.ws)
+	if ts.coarse == nil {
+		ts.coarse = t.coarse
+	} else if t.coarse != nil {
+		t.coarse = ts.coarse
+	}
 	return t
 }
 

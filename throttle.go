@@ -71,6 +71,17 @@ type Throttle struct {
 	width        int64 // of a bucket of w
 	w            window
 
+	coarse *coarse // the real clock, read once per tick; nil in the zero Throttle
+
+	// zeroIn is 1 + the epoch (of a bucket of w) through which the reject
+	// probability is known to be zero, or 0: a healthy service's attempts
+	// then skip the sum over the window. Only an attempt not accepted can
+	// raise the probability within an epoch (an accepted one adds a
+	// request and an accept, and K ≥ 1), and each clears it; one that
+	// races a zero being noted may stay unseen until the next one does, or
+	// the epoch ends.
+	zeroIn atomic.Int64
+
 	on  atomic.Bool              // shedding: the reject probability was above zero when last computed
 	key string                   // in its Throttles; "" alone
 	ws  atomic.Pointer[watchers] // told when shedding starts and stops; a Throttles' own, for its Throttles
@@ -126,7 +137,22 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 		span = defaultThrottleWindow
 	}
 	t.width = bucketWidth(span)
+	if t.clk == nil {
+		t.coarse = newCoarse(time.Duration(t.width / 4))
+	}
 	return t, nil
+}
+
+// now is the time an attempt is counted at: the injected clock's, or the
+// real one's, read once per tick.
+func (t *Throttle) now() time.Time {
+	switch {
+	case t.clk != nil:
+		return t.clk.Now()
+	case t.coarse != nil:
+		return t.coarse.now()
+	}
+	return time.Now()
 }
 
 // RejectProbability returns the probability with which the Throttle
@@ -162,10 +188,23 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 // not zero. A request sent is counted when its answer comes, with it (see
 // answered): one atomic add per attempt, not two.
 func (t *Throttle) allow(at time.Time, u func() float64) bool {
-	p := t.rejectAt(at)
+	width := t.bucketWidth()
+	e := t.w.epoch(at, width) + 1
+	if t.zeroIn.Load() == e {
+		return true // and t.on is false: the probability was noted zero
+	}
+	k, maxReject, minRequests, _ := t.params()
+	requests, accepts := t.w.sum(at, width)
+	var p float64
+	if r := float64(requests); r <= k*float64(accepts) {
+		t.zeroIn.Store(e)
+	} else if requests >= minRequests {
+		p = min((r-k*float64(accepts))/(r+1), maxReject)
+	}
 	t.note(p)
 	if p != 0 && u() < p {
-		t.w.add(at, t.bucketWidth(), 1, 0)
+		t.zeroIn.Store(0)
+		t.w.add(at, width, 1, 0)
 		return false
 	}
 	return true
@@ -176,6 +215,7 @@ func (t *Throttle) answered(at time.Time, accepted bool) {
 	if accepted {
 		t.w.add(at, t.bucketWidth(), 1, 1)
 	} else {
+		t.zeroIn.Store(0)
 		t.w.add(at, t.bucketWidth(), 1, 0)
 	}
 }
