@@ -54,20 +54,21 @@ func (k *keyed[T]) get(key string, maxKeys int, mk func(key string) *T, idle fun
 	return v
 }
 
-// all yields the keys held now, in order, and their values.
+// all yields the keys held when it is ranged over, in order, and their
+// values; the lock is not held while they are yielded.
 func (k *keyed[T]) all() iter.Seq2[string, *T] {
-	k.mu.Lock()
 	type kv struct {
 		key string
 		v   *T
 	}
-	l := make([]kv, 0, len(k.m))
-	for key, v := range k.m {
-		l = append(l, kv{key, v})
-	}
-	k.mu.Unlock()
-	slices.SortFunc(l, func(a, b kv) int { return cmp.Compare(a.key, b.key) })
 	return func(yield func(string, *T) bool) {
+		k.mu.Lock()
+		l := make([]kv, 0, len(k.m))
+		for key, v := range k.m {
+			l = append(l, kv{key, v})
+		}
+		k.mu.Unlock()
+		slices.SortFunc(l, func(a, b kv) int { return cmp.Compare(a.key, b.key) })
 		for _, e := range l {
 			if !yield(e.key, e.v) {
 				return
@@ -129,8 +130,8 @@ func (bs *Breakers) make(key string) *Breaker {
 	return b
 }
 
-// All yields the keys held now, in order, with their Breakers: for
-// metrics and debug pages.
+// All yields the keys held when it is ranged over, in order, with their
+// Breakers: for metrics and debug pages.
 func (bs *Breakers) All() iter.Seq2[string, *Breaker] { return bs.k.all() }
 
 // Throttles keeps one [Throttle] per key, a downstream host or target, so
@@ -185,6 +186,6 @@ func (ts *Throttles) make(key string) *Throttle {
 	return t
 }
 
-// All yields the keys held now, in order, with their Throttles: for
-// metrics and debug pages.
+// All yields the keys held when it is ranged over, in order, with their
+// Throttles: for metrics and debug pages.
 func (ts *Throttles) All() iter.Seq2[string, *Throttle] { return ts.k.all() }
