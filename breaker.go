@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormguard/retry/internal/coarse"
 	"github.com/stormguard/retry/internal/guards"
 )
 
@@ -116,7 +117,7 @@ type Breaker struct {
 	mu        sync.Mutex    // serializes changes of state
 	w         window        // calls (total) and failures (marked) while closed
 
-	coarse *coarse // the real clock, read once per tick; nil in the zero Breaker
+	coarse *coarse.Clock // the real clock, read once per tick; nil in the zero Breaker
 
 	key string                   // in its Breakers; "" alone
 	ws  atomic.Pointer[watchers] // told of each change of state; a Breakers' own, for its Breakers
@@ -185,7 +186,7 @@ func NewBreaker(o BreakerOptions) (*Breaker, error) {
 	}
 	b.width = bucketWidth(span)
 	if b.clk == nil {
-		b.coarse = newCoarse(min(time.Duration(b.width/4), b.openFor/16))
+		b.coarse = &coarse.Clock{Tick: min(time.Duration(b.width/4), b.openFor/16)}
 	}
 	return b, nil
 }
@@ -197,7 +198,7 @@ func (b *Breaker) now() time.Time {
 	case b.clk != nil:
 		return b.clk.Now()
 	case b.coarse != nil:
-		return b.coarse.now()
+		return b.coarse.Now()
 	}
 	return time.Now()
 }

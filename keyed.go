@@ -5,6 +5,8 @@ import (
 	"iter"
 	"slices"
 	"sync"
+
+	"github.com/stormguard/retry/internal/coarse"
 )
 
 // defaultGuardKeys is how many keys the zero Breakers and Throttles hold,
@@ -92,8 +94,8 @@ type Breakers struct {
 	o       BreakerOptions
 	maxKeys int
 	k       keyed[Breaker]
-	ws      watchers // every Breaker's
-	coarse  *coarse  // every Breaker's, set under k's lock
+	ws      watchers      // every Breaker's
+	coarse  *coarse.Clock // every Breaker's, set under k's lock
 }
 
 // NewBreakers returns a Breakers whose Breakers have the options o, as
@@ -149,8 +151,8 @@ type Throttles struct {
 	o       ThrottleOptions
 	maxKeys int
 	k       keyed[Throttle]
-	ws      watchers // every Throttle's
-	coarse  *coarse  // every Throttle's, set under k's lock
+	ws      watchers      // every Throttle's
+	coarse  *coarse.Clock // every Throttle's, set under k's lock
 }
 
 // NewThrottles returns a Throttles whose Throttles have the options o, as

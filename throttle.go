@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormguard/retry/internal/coarse"
 	"github.com/stormguard/retry/internal/guards"
 )
 
@@ -71,7 +72,7 @@ type Throttle struct {
 	width        int64 // of a bucket of w
 	w            window
 
-	coarse *coarse // the real clock, read once per tick; nil in the zero Throttle
+	coarse *coarse.Clock // the real clock, read once per tick; nil in the zero Throttle
 
 	// zeroIn is 1 + the epoch (of a bucket of w) through which the reject
 	// probability is known to be zero, or 0: a healthy service's attempts
@@ -138,7 +139,7 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	}
 	t.width = bucketWidth(span)
 	if t.clk == nil {
-		t.coarse = newCoarse(time.Duration(t.width / 4))
+		t.coarse = &coarse.Clock{Tick: time.Duration(t.width / 4)}
 	}
 	return t, nil
 }
@@ -150,7 +151,7 @@ func (t *Throttle) now() time.Time {
 	case t.clk != nil:
 		return t.clk.Now()
 	case t.coarse != nil:
-		return t.coarse.now()
+		return t.coarse.Now()
 	}
 	return time.Now()
 }

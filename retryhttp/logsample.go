@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/coarse"
 )
 
 // LogSampling says how a [Transport] thins out its Logger's lines while a
@@ -122,6 +124,7 @@ type logSampler struct {
 	mu        sync.Mutex
 	keys      map[sampleKey]*sampleState
 	nextSweep time.Time
+	clock     coarse.Clock // the time of a line whose call is on the real clock and untimed
 
 	// exhausted holds the origins whose Budget refused a retry and that
 	// have not been allowed one since; held, those that asked to be held
