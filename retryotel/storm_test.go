@@ -17,14 +17,14 @@ import (
 
 var errDown = errors.New("503")
 
-// point is one data point: its attributes as "key=value" pairs, and value.
+// attrString is a set of attributes as "key=value" pairs, in order.
 func attrString(s attribute.Set) string {
 	out := ""
 	for _, kv := range s.ToSlice() {
 		if out != "" {
 			out += ","
 		}
-		out += string(kv.Key) + "=" + kv.Value.Emit()
+		out += string(kv.Key) + "=" + kv.Value.String()
 	}
 	return out
 }
