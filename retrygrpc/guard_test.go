@@ -120,3 +120,41 @@ func TestWithThrottlesPerTarget(t *testing.T) {
 		assert.Zero(t, upShed)
 	})
 }
+
+// A call hedged by the service config's hedgingPolicy goes through the
+// target's breaker as one call, and a half-open breaker's probe sends no
+// hedge: the slow probe's hedgingDelay passes, and no second copy goes.
+func TestHedgingPolicyNeverTakesAProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(
+			copyReply{code: codes.Unavailable},
+			copyReply{code: codes.Unavailable},
+			copyReply{after: time.Second}, // the probe: slow, then OK
+		)
+		srv.byArrival = true
+		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		require.NoError(t, err)
+		c := dialHedged(t, srv, hedgingConfig(t, 2, "0.1s", []string{"UNAVAILABLE"}, ""),
+			retrygrpc.WithAllIdempotent(), retrygrpc.WithBreakers(bs))
+		_, err = callHedged(t.Context(), c)
+		require.Equal(t, codes.Unavailable, status.Code(err))
+		require.Len(t, srv.copies(), 2)
+		var br *retry.Breaker
+		for _, b := range bs.All() {
+			br = b
+		}
+		require.NotNil(t, br)
+		require.Equal(t, retry.BreakerOpen, br.State(), "the race counted as one failed call")
+
+		_, err = callHedged(t.Context(), c)
+		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+		assert.Len(t, srv.copies(), 2, "an open breaker sends no copy")
+
+		time.Sleep(10 * time.Second)
+		require.Equal(t, retry.BreakerHalfOpen, br.State())
+		_, err = callHedged(t.Context(), c)
+		require.NoError(t, err)
+		assert.Len(t, srv.copies(), 3, "the probe, and no hedge")
+		assert.Equal(t, retry.BreakerClosed, br.State())
+	})
+}
