@@ -96,10 +96,17 @@ func (s BreakerState) String() string {
 //
 // Share one Breaker per downstream service. The zero Breaker is ready to
 // use, with the defaults of a zero [BreakerOptions] and the real clock. A
-// Breaker is safe for
-// concurrent use; a closed one takes no lock (an atomic load to admit a
-// call, and a clock read and an atomic add to count it), and the probe
-// count is exact however many goroutines race for it.
+// Breaker is safe for concurrent use; a closed one takes no lock (an
+// atomic load to admit a call, and an atomic add to count it), and the
+// probe count is exact however many goroutines race for it. On the real
+// clock, a Breaker made by NewBreaker or a [Breakers] counts calls at a
+// time read at most once per 10ms (less for a short Window or OpenFor), so
+// that a call costs no clock read of its own; State reads the clock.
+//
+// Its changes of state are logged once each by a retryhttp.Transport with
+// a Logger, and counted by retryotel; when something watches it, an open
+// breaker sets one timer for the end of OpenFor, so that they see the
+// move to half-open on time, with no call and no goroutine per breaker.
 type Breaker struct {
 	ratio         float64
 	minCalls      uint64

@@ -62,8 +62,12 @@ type ThrottleOptions struct {
 //
 // The zero Throttle is ready to use, with the defaults of a zero
 // [ThrottleOptions] and the real clock. A Throttle is safe for concurrent
-// use and takes no lock: an attempt costs
-// a clock read, a sum over 16 buckets and two atomic adds.
+// use and takes no lock: while its reject probability is zero, an attempt
+// costs two atomic loads and an atomic add (and otherwise a sum over 16
+// buckets more). On the real clock, a Throttle made by NewThrottle or a
+// [Throttles] counts attempts at a time read at most once per 10ms (less
+// for a short Window), so that an attempt costs no clock read of its own;
+// RejectProbability reads the clock.
 type Throttle struct {
 	k, maxReject float64
 	minRequests  uint64
