@@ -109,6 +109,7 @@ func init() {
 		ws := watchersOf(target)
 		return ws != nil && f != nil && ws.watch(id, f)
 	}
+	guards.MarkFailed = func(d any) { d.(*Decision).failed = true }
 	guards.Unwatch = func(target, id any) {
 		if ws := watchersOf(target); ws != nil {
 			ws.unwatch(id)

@@ -139,13 +139,11 @@ func ExampleCallIdempotent() {
 
 // WithBreakers gives each target a breaker of its own: once a target's
 // calls fail, the next fails fast with UNAVAILABLE and reaches no server.
-// (A failure counts only where it would be retried: here every method is
-// marked idempotent.)
 func ExampleWithBreakers() {
 	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 100)
 	srv := newServer(fail(codes.Unavailable))
 	cc, stop := exampleConn(srv, grpc.WithChainUnaryInterceptor(retrygrpc.UnaryClientInterceptor(
-		retry.Policy{MaxAttempts: 1}, retrygrpc.WithAllIdempotent(), retrygrpc.WithBreakers(breakers))))
+		retry.Policy{MaxAttempts: 1}, retrygrpc.WithBreakers(breakers))))
 	defer stop()
 	client := testgrpc.NewTestServiceClient(cc)
 	for range 2 {

@@ -158,3 +158,23 @@ func TestHedgingPolicyNeverTakesAProbe(t *testing.T) {
 		assert.Equal(t, retry.BreakerClosed, br.State())
 	})
 }
+
+// A method not marked idempotent is never retried, but its UNAVAILABLEs
+// are the service failing: they open its target's breaker.
+func TestWithBreakersCountFailuresOfCallsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 10)
+		require.NoError(t, err)
+		srv := newServer(fail(codes.Unavailable))
+		c := dialTarget(t, srv, "passthrough:///down", withRetry(fast(), retrygrpc.WithBreakers(bs)))
+		for range 2 {
+			_, err := unary(t.Context(), c, "x")
+			require.Equal(t, codes.Unavailable, status.Code(err))
+		}
+		assert.Len(t, srv.seen(), 2, "one attempt each")
+		assert.Equal(t, retry.BreakerOpen, bs.Get("passthrough:///down").State())
+		_, err = unary(t.Context(), c, "x")
+		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+		assert.Len(t, srv.seen(), 2)
+	})
+}

@@ -240,3 +240,29 @@ func TestTransportLogsGuardChangesOnce(t *testing.T) {
 	assert.Len(t, linesWith(buf2.String(), `msg="retryhttp: throttling stopped"`), 1, buf2.String())
 	assert.Len(t, linesWith(buf2.String(), `msg="retryhttp: throttling`), 2)
 }
+
+// A request that is not safe to repeat (a POST without a key) is never
+// retried, but its 503s are the service failing: they open its origin's
+// breaker and count against its throttle as a GET's do.
+func TestTransportGuardsCountFailuresOfRequestsNotRetried(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, status(503))
+	clk := retrytest.NewAutoClock()
+	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 3, Clock: clk}, 10)
+	require.NoError(t, err)
+	ts, err := retry.NewThrottles(retry.ThrottleOptions{MinRequests: 3, Clock: clk}, 10)
+	require.NoError(t, err)
+	c := srv.client(&retryhttp.Transport{Breakers: bs, Throttles: ts, Policy: retry.Policy{Clock: clk}})
+	for range 3 {
+		resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("charge"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 503, resp.StatusCode)
+	}
+	assert.Equal(t, 3, srv.hits(), "a POST without a key is not retried")
+	assert.Equal(t, retry.BreakerOpen, bs.Get(srv.URL).State(), "its 503s opened the breaker")
+	assert.Positive(t, ts.Get(srv.URL).RejectProbability(), "and count against the throttle")
+	_, err = c.Post(srv.URL, "text/plain", strings.NewReader("charge"))
+	assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+	assert.Equal(t, 3, srv.hits())
+}

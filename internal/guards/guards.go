@@ -30,4 +30,10 @@ var (
 	Watch func(target, id any, f func(Change)) bool
 	// Unwatch removes the watcher of id from target.
 	Unwatch func(target, id any)
+	// MarkFailed marks the *retry.Decision d, a refusal to retry an
+	// attempt that the Classifier would have retried, so that the
+	// Throttle and the Breaker count the attempt as failed: the service
+	// failed it, though a rule of the integration (a request not safe to
+	// repeat) keeps it from being retried.
+	MarkFailed func(d any)
 )
