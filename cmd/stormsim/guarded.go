@@ -167,8 +167,7 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 		}
 		return nil
 	}
-	var call func(start time.Duration)
-	call = func(start time.Duration) {
+	call := func(start time.Duration) {
 		n := 0
 		_, err := retry.Do(context.Background(), func(context.Context) error {
 			n++
@@ -184,13 +183,30 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 		case errors.Is(err, retry.ErrBreakerOpen):
 			b.BreakerOpen++
 		}
-		if next := start + l.Every; next < l.Length {
-			s.Go(next, func() { call(next) })
-		}
 	}
+	// Each caller is a goroutine that sleeps between its calls: one
+	// goroutine per caller, not per call, which the race detector makes
+	// costly.
 	for range l.Clients {
 		start := time.Duration(rng.Int64N(int64(l.Every)))
-		s.Go(start, func() { call(start) })
+		if start >= l.Length {
+			continue
+		}
+		wake := make(chan struct{})
+		go func() {
+			<-wake
+			for t := start; ; {
+				call(t)
+				if t += l.Every; t >= l.Length {
+					s.Yield()
+					return
+				}
+				s.Wake(t, wake)
+				s.Yield()
+				<-wake
+			}
+		}()
+		s.Wake(start, wake)
 	}
 	for t := l.Bucket; t <= l.Length; t += l.Bucket {
 		s.At(t-1, func() {

@@ -74,8 +74,7 @@ func runGuards(c guardsConfig, stdout, stderr io.Writer, dir string) error {
 		writeProbeTable(stdout, l, res)
 	}
 	if c.Logs {
-		ls := defaultLogStorm()
-		ls.Rate = c.LogRate
+		ls := defaultLogStorm(c.LogRate)
 		res, err := simulateLogs(ls)
 		if err != nil {
 			return err

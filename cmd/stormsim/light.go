@@ -8,10 +8,10 @@ import (
 
 // lightLoad is light failure at normal load: the hard outage's callers
 // against a backend with no outage and no capacity limit that fails 5% of
-// attempts at random, for 5 minutes.
+// attempts at random, for 3 minutes.
 func lightLoad(seed uint64) load {
 	l := outageLoad(seed)
-	l.DownUntil, l.FailRatio, l.Length = 0, 0.05, 5*time.Minute
+	l.DownUntil, l.FailRatio, l.Length = 0, 0.05, 3*time.Minute
 	return l
 }
 

@@ -17,15 +17,15 @@ import (
 // every attempt with a 503, through a real retryhttp.Transport with a
 // Logger and the default LogSampling, on a fake clock. Rate requests a
 // second for Burst, then Trickle a second until Length: the outage goes on,
-// with fewer callers left.
+// with fewer callers left (a hundredth of Rate, by default).
 type logStorm struct {
 	Rate, Trickle int
 	Burst, Length time.Duration
 	Attempts      int
 }
 
-func defaultLogStorm() logStorm {
-	return logStorm{Rate: 10_000, Trickle: 100, Burst: time.Minute, Length: 5 * time.Minute, Attempts: 4}
+func defaultLogStorm(rate int) logStorm {
+	return logStorm{Rate: rate, Trickle: max(rate/100, 1), Burst: time.Minute, Length: 5 * time.Minute, Attempts: 4}
 }
 
 // logResult is what the Logger got.
@@ -146,4 +146,3 @@ func (h *lineCounter) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *lineCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *lineCounter) WithGroup(string) slog.Handler      { return h }
-

@@ -28,7 +28,7 @@ type probeResult struct {
 	WhileOpen  int   // attempts sent while open: the target is 0
 	Rounds     []int // attempts sent in each half-open round: the target is Probes each
 	Retries    int   // of the half-open attempts, those that were not a call's first
-	Refused    int // calls the Breaker refused
+	Refused    int   // calls the Breaker refused
 	TotalCalls int
 }
 

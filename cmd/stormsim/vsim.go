@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// vsim runs real retry.Do calls in virtual time. Each call runs on a
+// vsim runs real retry.Do calls in virtual time. Each caller runs on a
 // goroutine of its own, but only one goroutine runs at a time: the
 // scheduler wakes one, then waits until it hands control back, by waiting
 // (a retry's pause, which Do takes through vsim's WithTimeout, or a
@@ -31,14 +31,14 @@ func newVsim() *vsim {
 	return &vsim{epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), back: make(chan struct{})}
 }
 
-// wakeup is something that happens at an instant: a channel to close
-// (a goroutine waits on it), a call to start on a goroutine of its own, or
-// a function to run on the scheduler's goroutine (it must not block).
+// wakeup is something that happens at an instant: a channel to close or
+// to send on (a goroutine waits on it), or a function to run on the
+// scheduler's goroutine (it must not block).
 type wakeup struct {
 	at       time.Duration
 	seq      uint64
 	ch       chan struct{}
-	start    func()
+	send     chan struct{} // a goroutine that waits on it is woken by a send, and may wait on it again
 	inline   func()
 	canceled *bool
 }
@@ -49,9 +49,13 @@ func (s *vsim) Elapsed() time.Duration { return time.Duration(s.now.Load()) }
 // Now implements retry.Clock.
 func (s *vsim) Now() time.Time { return s.epoch.Add(s.Elapsed()) }
 
-// Go starts f on a goroutine of its own at virtual time at (or now, if at
-// has passed).
-func (s *vsim) Go(at time.Duration, f func()) { s.push(wakeup{at: at, start: f}) }
+// Wake wakes, at virtual time at, the goroutine that waits to receive
+// from ch; it must hand control back (or wait) before the next wake-up.
+func (s *vsim) Wake(at time.Duration, ch chan struct{}) { s.push(wakeup{at: at, send: ch}) }
+
+// Yield hands control back to the scheduler; the running goroutine must
+// then block until woken, or return.
+func (s *vsim) Yield() { s.back <- struct{}{} }
 
 // At runs f at virtual time at on the scheduler's goroutine, between two
 // hand-offs: a sampler of state, which must neither block nor wait.
@@ -101,11 +105,8 @@ func (s *vsim) run() {
 		case w.inline != nil:
 			w.inline()
 			continue
-		case w.start != nil:
-			go func() {
-				defer func() { s.back <- struct{}{} }()
-				w.start()
-			}()
+		case w.send != nil:
+			w.send <- struct{}{}
 		default:
 			close(w.ch)
 		}
