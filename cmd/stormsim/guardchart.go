@@ -49,7 +49,7 @@ func writePanels(base, title string, l load, runs []guardRun, capacity float64, 
 			top = max(top, a, c)
 		}
 	}
-	top *= 1.05
+	top *= 1.5 // room for the legend above the busiest panel
 	plots := make([][]*plot.Plot, len(runs))
 	for i, run := range runs {
 		p := plot.New()

@@ -13,6 +13,7 @@ type guardsConfig struct {
 	Seed    uint64
 	Clients int // callers of the hard outage, overload, light failure and breaker scenarios
 	LogRate int // requests per second of the log scenario's first minute
+	Runs    int // runs per row of the hard outage and the overload
 }
 
 // any reports whether c runs a scenario at all.
@@ -27,11 +28,11 @@ func runGuards(c guardsConfig, stdout, stderr io.Writer, dir string) error {
 	}
 	if c.Outage {
 		l := sized(outageLoad(c.Seed))
-		rows, runs, err := simulateOutage(l, guardControls())
+		rows, runs, err := simulateOutage(l, guardControls(), c.Runs)
 		if err != nil {
 			return fmt.Errorf("hard outage: %w", err)
 		}
-		writeOutageTable(stdout, l, rows)
+		writeOutageTable(stdout, l, rows, c.Runs)
 		err = writeFiles(stderr, dir,
 			file{"outage.csv", func() error { return writeOutageCSV(filepath.Join(dir, "outage.csv"), rows) }},
 			file{"outage_series.csv", func() error { return writeSeriesCSV(filepath.Join(dir, "outage_series.csv"), l, runs) }},
@@ -43,11 +44,11 @@ func runGuards(c guardsConfig, stdout, stderr io.Writer, dir string) error {
 	}
 	if c.Overload {
 		l := sized(overloadLoad(c.Seed))
-		rows, runs, err := simulateOverload(l, guardControls())
+		rows, runs, err := simulateOverload(l, guardControls(), c.Runs)
 		if err != nil {
 			return fmt.Errorf("overload: %w", err)
 		}
-		writeOverloadTable(stdout, l, rows)
+		writeOverloadTable(stdout, l, rows, c.Runs)
 		err = writeFiles(stderr, dir,
 			file{"overload.csv", func() error { return writeOverloadCSV(filepath.Join(dir, "overload.csv"), rows) }},
 			file{"overload_series.csv", func() error { return writeSeriesCSV(filepath.Join(dir, "overload_series.csv"), l, runs) }},

@@ -67,7 +67,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&a.BudgetRatio, "budget-ratio", a.BudgetRatio, "A: tokenRatio of the shared budget")
 	ns := fs.String("n", "10:190:10", "B: client counts, as from:to:step or a comma-separated list")
 	fs.IntVar(&b.Workers, "workers", b.Workers, "B: goroutines that share the runs (results do not depend on it)")
-	g := guardsConfig{Clients: 1000, LogRate: 10_000}
+	g := guardsConfig{Clients: 1000, LogRate: 10_000, Runs: 5}
+	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload: runs per row (the Throttle's draws differ between runs)")
 	fs.IntVar(&g.Clients, "guard-clients", g.Clients, "outage, overload, light, probes: callers sharing one Policy")
 	fs.IntVar(&g.LogRate, "log-rate", g.LogRate, "logs: failing requests per second in the first minute")
 	if err := fs.Parse(args); err != nil {
@@ -107,8 +108,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-scenario %q: want a comma-separated list of a, b, outage, overload, light, probes, logs, guards, all", *scenario)
 		}
 	}
-	if g.Clients < 1 || g.LogRate < 1 {
-		return fmt.Errorf("-guard-clients %d, -log-rate %d: want at least 1", g.Clients, g.LogRate)
+	if g.Clients < 1 || g.LogRate < 1 || g.Runs < 1 {
+		return fmt.Errorf("-guard-clients %d, -log-rate %d, -guard-runs %d: want at least 1", g.Clients, g.LogRate, g.Runs)
 	}
 	g.Seed = *seed
 	if err := os.MkdirAll(*out, 0o755); err != nil {

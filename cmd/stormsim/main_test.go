@@ -54,7 +54,7 @@ func TestRunGuards(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"-scenario", "guards", "-guard-clients", "50", "-log-rate", "20", "-out", dir}, &stdout, &stderr)
+	err := run([]string{"-scenario", "guards", "-guard-clients", "50", "-log-rate", "20", "-guard-runs", "2", "-out", dir}, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 	for _, title := range []string{"Hard outage.", "Overload.", "Light failure.", "Breaker with retries.", "Logs during an outage."} {
 		assert.Contains(t, stdout.String(), title)
@@ -79,6 +79,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-scenario", "a,nope"},
 		{"-guard-clients", "0", "-scenario", "outage"},
 		{"-log-rate", "0", "-scenario", "logs"},
+		{"-guard-runs", "0", "-scenario", "outage"},
 		{"-n", "10:5:1"},
 		{"-n", "ten"},
 		{"-runs", "0"},

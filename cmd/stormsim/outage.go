@@ -55,27 +55,42 @@ type outageRow struct {
 	Target time.Duration
 }
 
-// simulateOutage runs the hard outage once per control.
-func simulateOutage(l load, controls []control) ([]outageRow, []guardRun, error) {
+// simulateOutage runs the hard outage runs times per control, run r with
+// seed l.Seed+r, and returns the means, and run 0 of each control for the
+// charts.
+func simulateOutage(l load, controls []control, runs int) ([]outageRow, []guardRun, error) {
 	rows := make([]outageRow, 0, len(controls))
-	runs := make([]guardRun, 0, len(controls))
+	samples := make([]guardRun, 0, len(controls))
 	for _, c := range controls {
-		run, err := runGuarded(l, c, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		var calls, sent int
-		for i, b := range run.Buckets {
-			if time.Duration(i)*l.Bucket < l.DownUntil {
-				calls += b.Calls
-				sent += b.Sent
+		row := outageRow{Control: c, Target: recoveryTarget(c, l), Recovered: true}
+		for r := range max(runs, 1) {
+			lr := l
+			lr.Seed += uint64(r)
+			run, err := runGuarded(lr, c, false)
+			if err != nil {
+				return nil, nil, err
 			}
+			if r == 0 {
+				samples = append(samples, run)
+			}
+			var calls, sent int
+			for i, b := range run.Buckets {
+				if time.Duration(i)*l.Bucket < l.DownUntil {
+					calls += b.Calls
+					sent += b.Sent
+				}
+			}
+			row.PerCall += float64(sent) / float64(max(calls, 1))
+			rec, ok := recovery(run, lr)
+			row.Recovery += rec
+			row.Recovered = row.Recovered && ok
 		}
-		row := outageRow{Control: c, PerCall: float64(sent) / float64(max(calls, 1)), Target: recoveryTarget(c, l)}
-		row.Recovery, row.Recovered = recovery(run, l)
-		rows, runs = append(rows, row), append(runs, run)
+		n := max(runs, 1)
+		row.PerCall /= float64(n)
+		row.Recovery /= time.Duration(n)
+		rows = append(rows, row)
 	}
-	return rows, runs, nil
+	return rows, samples, nil
 }
 
 // recoveryTarget is how soon after the backend heals c should have

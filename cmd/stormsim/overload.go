@@ -45,28 +45,39 @@ type overloadRow struct {
 	Succeeded float64
 }
 
-// simulateOverload runs the overload once per control.
-func simulateOverload(l load, controls []control) ([]overloadRow, []guardRun, error) {
+// simulateOverload runs the overload runs times per control, run r with
+// seed l.Seed+r, and returns the means, and run 0 of each control for the
+// charts.
+func simulateOverload(l load, controls []control, runs int) ([]overloadRow, []guardRun, error) {
 	rows := make([]overloadRow, 0, len(controls))
-	runs := make([]guardRun, 0, len(controls))
+	samples := make([]guardRun, 0, len(controls))
+	n := max(runs, 1)
 	for _, c := range controls {
-		run, err := runGuarded(l, c, false)
-		if err != nil {
-			return nil, nil, err
+		row := overloadRow{Control: c}
+		for r := range n {
+			lr := l
+			lr.Seed += uint64(r)
+			run, err := runGuarded(lr, c, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			if r == 0 {
+				samples = append(samples, run)
+			}
+			var sent, accepted, calls, succeeded int
+			for i := int(overloadSettled / l.Bucket); i < int(l.Length/l.Bucket); i++ {
+				b := run.Buckets[i]
+				sent, accepted, calls, succeeded = sent+b.Sent, accepted+b.Accepted, calls+b.Calls, succeeded+b.Succeeded
+			}
+			secs := (l.Length - overloadSettled).Seconds()
+			row.Accepted += float64(accepted) / secs / overloadCapacity
+			row.RejectedPerAccepted += float64(sent-accepted) / float64(max(accepted, 1))
+			row.Succeeded += float64(succeeded) / float64(max(calls, 1))
 		}
-		var sent, accepted, calls, succeeded int
-		for i := int(overloadSettled / l.Bucket); i < int(l.Length/l.Bucket); i++ {
-			b := run.Buckets[i]
-			sent, accepted, calls, succeeded = sent+b.Sent, accepted+b.Accepted, calls+b.Calls, succeeded+b.Succeeded
-		}
-		secs := (l.Length - overloadSettled).Seconds()
-		rows = append(rows, overloadRow{
-			Control:             c,
-			Accepted:            float64(accepted) / secs / overloadCapacity,
-			RejectedPerAccepted: float64(sent-accepted) / float64(max(accepted, 1)),
-			Succeeded:           float64(succeeded) / float64(max(calls, 1)),
-		})
-		runs = append(runs, run)
+		row.Accepted /= float64(n)
+		row.RejectedPerAccepted /= float64(n)
+		row.Succeeded /= float64(n)
+		rows = append(rows, row)
 	}
-	return rows, runs, nil
+	return rows, samples, nil
 }
