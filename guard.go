@@ -35,7 +35,7 @@ func (g *guard) before(n int) StopReason {
 	}
 	if g.th != nil {
 		g.at = g.th.now()
-		if !g.th.allow(g.at, randFloat) {
+		if !g.th.allow(g.at) {
 			return StopThrottled
 		}
 	}

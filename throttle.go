@@ -36,6 +36,11 @@ type ThrottleOptions struct {
 	MaxReject float64
 	// Clock is the time source of the window [real time].
 	Clock Clock
+	// Rand draws the number in [0, 1) that each refusal is decided by
+	// [math/rand/v2.Float64]. Set it, with Clock, to make a simulation
+	// repeat exactly from a seed; it must be safe for concurrent use if
+	// the Throttle is shared by goroutines.
+	Rand func() float64
 }
 
 // Throttle sheds requests on the client while the service behind it
@@ -72,7 +77,8 @@ type Throttle struct {
 	k, maxReject float64
 	minRequests  uint64
 	clk          Clock
-	clkCmp       bool  // clk can be compared with ==, to share a read with a Breaker
+	clkCmp       bool // clk can be compared with ==, to share a read with a Breaker
+	rnd          func() float64
 	width        int64 // of a bucket of w
 	w            window
 
@@ -127,7 +133,7 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	case math.IsNaN(o.MaxReject) || o.MaxReject < 0 || o.MaxReject > 1:
 		return nil, invalid("ThrottleOptions.MaxReject %v is not in (0, 1]", o.MaxReject)
 	}
-	t := &Throttle{k: o.K, maxReject: o.MaxReject, minRequests: uint64(o.MinRequests), clk: o.Clock, clkCmp: comparableClock(o.Clock)}
+	t := &Throttle{k: o.K, maxReject: o.MaxReject, minRequests: uint64(o.MinRequests), clk: o.Clock, clkCmp: comparableClock(o.Clock), rnd: o.Rand}
 	if t.k == 0 {
 		t.k = defaultThrottleK
 	}
@@ -189,10 +195,10 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 }
 
 // allow reports whether a request may be sent at at, and counts it if
-// not; u is a uniform draw in [0, 1), read only when the probability is
-// not zero. A request sent is counted when its answer comes, with it (see
+// not; the draw (random) is made only when the probability is not zero.
+// A request sent is counted when its answer comes, with it (see
 // answered): one atomic add per attempt, not two.
-func (t *Throttle) allow(at time.Time, u func() float64) bool {
+func (t *Throttle) allow(at time.Time) bool {
 	width := t.bucketWidth()
 	e := t.w.epoch(at, width) + 1
 	if t.zeroIn.Load() == e {
@@ -207,7 +213,7 @@ func (t *Throttle) allow(at time.Time, u func() float64) bool {
 		p = min((r-k*float64(accepts))/(r+1), maxReject)
 	}
 	t.note(p)
-	if p != 0 && u() < p {
+	if p != 0 && t.random() < p {
 		t.zeroIn.Store(0)
 		t.w.add(at, width, 1, 0)
 		return false
@@ -225,7 +231,13 @@ func (t *Throttle) answered(at time.Time, accepted bool) {
 	}
 }
 
-var randFloat = rand.Float64
+// random is the number a refusal is decided by.
+func (t *Throttle) random() float64 {
+	if t.rnd != nil {
+		return t.rnd()
+	}
+	return rand.Float64()
+}
 
 func (t *Throttle) bucketWidth() int64 {
 	if t.width == 0 {

@@ -108,6 +108,9 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 	if c.Throttle != nil {
 		o := *c.Throttle
 		o.Clock = s
+		// Its own seeded stream: the refusals repeat from the seed. One
+		// caller runs at a time (vsim), so the stream needs no lock.
+		o.Rand = rand.New(rand.NewPCG(l.Seed, uint64('T')<<56)).Float64
 		if th, err = retry.NewThrottle(o); err != nil {
 			return guardRun{}, fmt.Errorf("%s: %w", c.Name, err)
 		}

@@ -11,9 +11,8 @@
 // is down, overloaded or slightly flaky, and run every call through a real
 // retry.Do in virtual time; logs sends a failing origin's requests through
 // a retryhttp.Transport with a sampled Logger. Nothing sleeps: a run is a
-// loop over an event queue, and the same seed gives the same numbers (but
-// for the Throttle's own random draws, which come from math/rand/v2 and
-// cannot be seeded).
+// loop over an event queue, and the same seed gives the same numbers (the
+// Throttle's refusals are drawn from a seeded ThrottleOptions.Rand).
 //
 // Usage, from this directory:
 //
@@ -68,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ns := fs.String("n", "10:190:10", "B: client counts, as from:to:step or a comma-separated list")
 	fs.IntVar(&b.Workers, "workers", b.Workers, "B: goroutines that share the runs (results do not depend on it)")
 	g := guardsConfig{Clients: 1000, LogRate: 10_000, Runs: 5}
-	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload: runs per row (the Throttle's draws differ between runs)")
+	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload: runs per row, seeds seed..seed+runs-1 (their mean is shown)")
 	fs.IntVar(&g.Clients, "guard-clients", g.Clients, "outage, overload, light, probes: callers sharing one Policy")
 	fs.IntVar(&g.LogRate, "log-rate", g.LogRate, "logs: failing requests per second in the first minute")
 	if err := fs.Parse(args); err != nil {
