@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,4 +159,46 @@ func plural(n int64) string {
 		return ""
 	}
 	return "s"
+}
+
+// TestThrottleRandDecidesRefusals: with a fake clock and ThrottleOptions.Rand
+// the refusals repeat exactly (a seeded simulation), and Rand is the only
+// thing they are drawn from.
+func TestThrottleRandDecidesRefusals(t *testing.T) {
+	t.Parallel()
+	run := func(seed uint64) []bool {
+		clk := retrytest.NewClock()
+		rng := rand.New(rand.NewPCG(seed, 1))
+		th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, Rand: rng.Float64})
+		require.NoError(t, err)
+		p := retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk}
+		var sent atomic.Int64
+		refused := make([]bool, 500)
+		for i := range refused {
+			tr, _ := retry.Do(context.Background(), outage(&sent), p)
+			refused[i] = tr.Stop() == retry.StopThrottled
+		}
+		return refused
+	}
+	a, b, c := run(7), run(7), run(8)
+	assert.Equal(t, a, b, "the same seed refuses the same calls")
+	assert.NotEqual(t, a, c, "another seed refuses others")
+
+	for _, tc := range []struct {
+		draw    float64
+		refused int
+	}{{0, 480}, {0.95, 0}} { // after MinRequests (20): always under p, never under MaxReject
+		clk := retrytest.NewClock()
+		th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, Rand: func() float64 { return tc.draw }})
+		require.NoError(t, err)
+		var sent atomic.Int64
+		n := 0
+		for range 500 {
+			tr, _ := retry.Do(context.Background(), outage(&sent), retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk})
+			if tr.Stop() == retry.StopThrottled {
+				n++
+			}
+		}
+		assert.Equal(t, tc.refused, n, "draw %v", tc.draw)
+	}
 }

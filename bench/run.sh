@@ -59,10 +59,13 @@ step observe "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench=. ./retrydebug
 step otel "$ROOT/retryotel" "${B[@]}" -benchtime="$BENCHTIME" -bench=. .
 step guard "$ROOT" "${B[@]}" -benchtime=2000000x -bench='^BenchmarkGuardFirstSuccess$' .
 step config "$ROOT" "${B[@]}" -bench='^BenchmarkLive' ./retryconfig
+step logline "$ROOT" "${B[@]}" -cpu=1 -benchtime="$BENCHTIME" -bench='^BenchmarkSuppressedLine$' ./retryhttp
+# The PostgreSQL store (skipped, as its tests are, without PostgreSQL).
+step pgstore "$ROOT/idempotency/pgstore" "${B[@]}" -benchtime=2000x -bench='^BenchmarkFreshKey$' .
 
 echo
 echo "==================== medians (benchstat) ===================="
-for f in core parallel hedge idempotency grpc scale scale-par observe otel guard config; do
+for f in core parallel hedge idempotency grpc scale scale-par observe otel guard config logline pgstore; do
 	echo "---- $f"
 	benchstat "$OUT/$f.txt"
 done 2>&1 | tee "$OUT/summary.txt"

@@ -41,6 +41,16 @@ type Options struct {
 
 	// Concurrency is how many handler calls Run makes at once [1].
 	Concurrency int
+
+	// PollInterval is how often Run asks a [SharedJournal] for due ops
+	// when nothing else wakes it [1s]. Unused with other journals.
+	PollInterval time.Duration
+
+	// Lease is how long a claim on an op of a [SharedJournal] holds it
+	// while its attempt runs [30s]; Run renews it every third of that.
+	// When a process dies, its ops wait this long for another. Unused
+	// with other journals.
+	Lease time.Duration
 }
 
 // defaultMaxAttempts is retry.Policy's: a zero MaxAttempts means it here too.
@@ -76,6 +86,8 @@ type Outbox struct {
 	parked   map[string][]*item // pending ops of a kind with no handler yet
 	wake     chan struct{}
 	running  bool
+
+	shared *sharedRun // set when j is a SharedJournal (shared.go)
 }
 
 // item is the Outbox's state of one op.
@@ -110,7 +122,8 @@ func (p *item) result() Result {
 }
 
 // New returns an Outbox over j, loading the ops j holds: pending ones run
-// when Run is called. The Outbox does not close j.
+// when Run is called. A [SharedJournal] is not loaded: Run claims its ops
+// as they fall due. The Outbox does not close j.
 func New(j Journal, opts Options) (*Outbox, error) {
 	if j == nil {
 		return nil, errors.New("outbox: New with a nil Journal")
@@ -158,6 +171,14 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	}
 	if o.clock == nil {
 		o.clock = realClock{}
+	}
+	if sj, ok := j.(SharedJournal); ok {
+		// Ops are claimed as they fall due, not loaded (shared.go).
+		var err error
+		if o.shared, err = newSharedRun(sj, opts); err != nil {
+			return nil, err
+		}
+		return o, nil
 	}
 	entries, err := j.Load(context.Background())
 	if err != nil {
@@ -218,24 +239,11 @@ func (o *Outbox) poke() {
 // with [ErrKeyConflict]. A bad op fails with an error matching
 // [ErrInvalidOp].
 func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
-	if op.Key == "" {
-		op.Key = newKey()
-	}
-	switch {
-	case validKey(op.Key) != nil:
-		return "", validKey(op.Key)
-	case op.Kind == "":
-		return "", fmt.Errorf("%w: empty Kind", ErrInvalidOp)
-	case len(op.Payload) > MaxPayload:
-		return "", fmt.Errorf("%w: payload of %d bytes, over MaxPayload", ErrInvalidOp, len(op.Payload))
-	}
 	now := o.clock.Now()
-	if op.NotAfter.IsZero() {
-		op.NotAfter = now.Add(o.horizon)
-	} else if !op.NotAfter.After(now) {
-		return "", fmt.Errorf("%w: NotAfter %v has passed", ErrInvalidOp, op.NotAfter)
+	op, err = prepare(op, now, o.horizon)
+	if err != nil {
+		return "", err
 	}
-	op.Payload = bytes.Clone(op.Payload)
 
 	o.mu.Lock()
 	if old, ok := o.ops[op.Key]; ok {

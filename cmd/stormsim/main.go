@@ -6,8 +6,13 @@
 // and come back to a server with little capacity, for each jitter, with and
 // without a shared retry budget. Scenario B is the optimistic-concurrency
 // experiment of the AWS Architecture Blog post "Exponential Backoff And
-// Jitter" (2015). Nothing sleeps: a run is a loop over an event queue, and
-// the same seed gives the same numbers.
+// Jitter" (2015). The guarded scenarios (outage, overload, light, probes,
+// logs) put a shared Budget, Throttle or Breaker in front of a backend that
+// is down, overloaded or slightly flaky, and run every call through a real
+// retry.Do in virtual time; logs sends a failing origin's requests through
+// a retryhttp.Transport with a sampled Logger. Nothing sleeps: a run is a
+// loop over an event queue, and the same seed gives the same numbers (the
+// Throttle's refusals are drawn from a seeded ThrottleOptions.Rand).
 //
 // Usage, from this directory:
 //
@@ -15,6 +20,7 @@
 //	go run . -scenario a -clients 50 -outage 2s
 //	go run . -scenario b -n 10:100:10 -runs 20
 //	go run . -out ../../docs/stormsim
+//	go run . -scenario guards -out ../../docs/stormsim   # outage, overload, light, probes, logs
 package main
 
 import (
@@ -47,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	a, b := defaultStorm(), defaultContention()
 	fs := flag.NewFlagSet("stormsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "all", "which scenario to run: a, b or all")
+	scenario := fs.String("scenario", "all", "which scenarios to run, comma-separated: a, b, outage, overload, light, probes, logs, guards (the last five) or all")
 	out := fs.String("out", "out", "folder for the CSV files and the charts (created if missing)")
 	seed := fs.Uint64("seed", 1, "seed of the random streams; the same seed gives the same numbers")
 	runs := fs.Int("runs", 100, "runs per row (A) and per N and strategy (B)")
@@ -60,6 +66,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&a.BudgetRatio, "budget-ratio", a.BudgetRatio, "A: tokenRatio of the shared budget")
 	ns := fs.String("n", "10:190:10", "B: client counts, as from:to:step or a comma-separated list")
 	fs.IntVar(&b.Workers, "workers", b.Workers, "B: goroutines that share the runs (results do not depend on it)")
+	g := guardsConfig{Clients: 1000, LogRate: 10_000, Runs: 5}
+	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload: runs per row, seeds seed..seed+runs-1 (their mean is shown)")
+	fs.IntVar(&g.Clients, "guard-clients", g.Clients, "outage, overload, light, probes: callers sharing one Policy")
+	fs.IntVar(&g.LogRate, "log-rate", g.LogRate, "logs: failing requests per second in the first minute")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,10 +81,36 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if b.Clients, err = parseCounts(*ns); err != nil {
 		return fmt.Errorf("-n: %w", err)
 	}
-	doA, doB := *scenario == "a" || *scenario == "all", *scenario == "b" || *scenario == "all"
-	if !doA && !doB {
-		return fmt.Errorf("-scenario %q: want a, b or all", *scenario)
+	var doA, doB bool
+	for _, name := range strings.Split(*scenario, ",") {
+		switch strings.TrimSpace(name) {
+		case "a":
+			doA = true
+		case "b":
+			doB = true
+		case "outage":
+			g.Outage = true
+		case "overload":
+			g.Overload = true
+		case "light":
+			g.Light = true
+		case "probes":
+			g.Probes = true
+		case "logs":
+			g.Logs = true
+		case "guards":
+			g.Outage, g.Overload, g.Light, g.Probes, g.Logs = true, true, true, true, true
+		case "all":
+			doA, doB = true, true
+			g.Outage, g.Overload, g.Light, g.Probes, g.Logs = true, true, true, true, true
+		default:
+			return fmt.Errorf("-scenario %q: want a comma-separated list of a, b, outage, overload, light, probes, logs, guards, all", *scenario)
+		}
 	}
+	if g.Clients < 1 || g.LogRate < 1 || g.Runs < 1 {
+		return fmt.Errorf("-guard-clients %d, -log-rate %d, -guard-runs %d: want at least 1", g.Clients, g.LogRate, g.Runs)
+	}
+	g.Seed = *seed
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -112,6 +148,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			file{"contention_calls.png, .svg, contention_time.png, .svg", func() error { return writeContentionCharts(dir, b, points) }},
 		)
 		if err != nil {
+			return err
+		}
+	}
+	if g.any() {
+		if err := runGuards(g, stdout, stderr, dir); err != nil {
 			return err
 		}
 	}

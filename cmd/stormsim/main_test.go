@@ -21,7 +21,7 @@ func TestRunWritesTablesCSVsAndCharts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"-out", dir, "-runs", "3", "-n", "5,10", "-seed", "7"}, &stdout, &stderr)
+	err := run([]string{"-scenario", "a,b", "-out", dir, "-runs", "3", "-n", "5,10", "-seed", "7"}, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 
 	assert.Contains(t, stdout.String(), "Scenario A: retry storm")
@@ -49,10 +49,37 @@ func TestRunOneScenario(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dir, "contention.csv"))
 }
 
+// The guarded scenarios, small: every table, CSV file and chart.
+func TestRunGuards(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"-scenario", "guards", "-guard-clients", "50", "-log-rate", "20", "-guard-runs", "2", "-out", dir}, &stdout, &stderr)
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	for _, title := range []string{"Hard outage.", "Overload.", "Light failure.", "Breaker with retries.", "Logs during an outage."} {
+		assert.Contains(t, stdout.String(), title)
+	}
+	for _, c := range guardControls() {
+		assert.Contains(t, stdout.String(), "| "+c.Name+" |")
+	}
+	assert.NotContains(t, stdout.String(), "Scenario A")
+	for _, name := range []string{"outage.csv", "outage_series.csv", "overload.csv", "overload_series.csv"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if assert.NoError(t, err, name) {
+			assert.Positive(t, info.Size(), "%s is empty", name)
+		}
+	}
+	requireImages(t, dir, "outage", "overload")
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"-scenario", "c"},
+		{"-scenario", "a,nope"},
+		{"-guard-clients", "0", "-scenario", "outage"},
+		{"-log-rate", "0", "-scenario", "logs"},
+		{"-guard-runs", "0", "-scenario", "outage"},
 		{"-n", "10:5:1"},
 		{"-n", "ten"},
 		{"-runs", "0"},
