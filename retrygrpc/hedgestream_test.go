@@ -37,8 +37,9 @@ type streamReply struct {
 // grpc-previous-rpc-attempts) with script[n], the last entry for later ones.
 type streamHedgeServer struct {
 	testgrpc.UnimplementedTestServiceServer
-	start  time.Time
-	script []streamReply
+	start     time.Time
+	script    []streamReply
+	byArrival bool // script[i] answers the i-th copy to arrive, of any call
 
 	mu   sync.Mutex
 	seen []copySeen
@@ -55,6 +56,9 @@ func (s *streamHedgeServer) StreamingOutputCall(req *testgrpc.StreamingOutputCal
 	s.mu.Lock()
 	i := len(s.seen)
 	s.seen = append(s.seen, copySeen{previous: prev, at: time.Since(s.start)})
+	if s.byArrival {
+		n = i
+	}
 	r := s.script[min(n, len(s.script)-1)]
 	s.mu.Unlock()
 	if string(req.GetPayload().GetBody()) != "req" {
@@ -294,5 +298,54 @@ func TestHedgeStreamThrottled(t *testing.T) {
 		assert.Len(t, srv.copies(), 1, "the budget refused the second copy")
 		require.Equal(t, 1, tr.Attempts(), "the race is one attempt in the Trace")
 		assert.Equal(t, "hedged: 1 copies sent; Unavailable; budget refused the next copy", tr.Last().Reason)
+	})
+}
+
+// A hedged server stream goes through the target's Breaker as one call: a
+// race whose copies all fail opens it, an open breaker sends no copy, and
+// the half-open probe is the first copy alone, never a hedge.
+func TestHedgeStreamBreakerNeverTakesAProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &streamHedgeServer{start: time.Now(), script: []streamReply{
+			{after: 10 * time.Millisecond, code: codes.Unavailable},
+			{after: 10 * time.Millisecond, code: codes.Unavailable},
+			{after: time.Second, msgs: 1}, // the probe: slow, then a message
+		}, byArrival: true}
+		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		require.NoError(t, err)
+		cfg := streamHedgingConfig(t, 2, "0.1s", "UNAVAILABLE")
+		cc := dialRaw(t, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) },
+			grpc.WithDisableRetry(), withStreamRetry(retry.Policy{}, retrygrpc.WithAllIdempotent(),
+				retrygrpc.WithPolicies(retryconfig.NewLive(cfg)), retrygrpc.WithBreakers(bs)))
+		c := testgrpc.NewTestServiceClient(cc)
+		call := func() ([]string, error) {
+			st, err := c.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte("req")}})
+			if err != nil {
+				return nil, err
+			}
+			return readAll(st)
+		}
+
+		_, err = call()
+		require.Equal(t, codes.Unavailable, status.Code(err))
+		require.Len(t, srv.copies(), 2, "both copies of the race")
+		var br *retry.Breaker
+		for _, b := range bs.All() {
+			br = b
+		}
+		require.NotNil(t, br)
+		require.Equal(t, retry.BreakerOpen, br.State(), "the race counted as one failed call")
+
+		_, err = call()
+		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+		assert.Len(t, srv.copies(), 2, "an open breaker sends no copy")
+
+		time.Sleep(10 * time.Second)
+		require.Equal(t, retry.BreakerHalfOpen, br.State())
+		got, err := call()
+		require.NoError(t, err)
+		assert.Len(t, got, 1)
+		assert.Len(t, srv.copies(), 3, "the probe, and no hedge")
+		assert.Equal(t, retry.BreakerClosed, br.State())
 	})
 }
