@@ -175,8 +175,8 @@ func TestFileJournalZeroTail(t *testing.T) {
 		require.NotEqual(t, make([]byte, mid-cut), full[cut:mid], "the cut zeroes some of c")
 		img := append([]byte(nil), full[:cut]...)
 		img = append(img, make([]byte, mid-cut)...) // the torn rest of c reads as zeros
-		img = append(img, stray...)                  // a record never synced
-		img = append(img, make([]byte, 64<<10)...)   // the reserved tail
+		img = append(img, stray...)                 // a record never synced
+		img = append(img, make([]byte, 64<<10)...)  // the reserved tail
 		p := filepath.Join(dir, fmt.Sprintf("zero-%d", cut))
 		require.NoError(t, os.WriteFile(p, img, 0o600))
 		j, err := outbox.OpenFile(p)
