@@ -72,7 +72,7 @@ type fileEntry struct {
 // liveSize estimates the size of e's record in a compacted file: its
 // strings plus a bound on its varints.
 func liveSize(e *Entry) int64 {
-	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError)
+	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError) + 40*min(e.Trace.Attempts(), maxKept)
 	if e.State != Succeeded { // compaction drops a succeeded op's payload
 		n += len(e.Op.Payload)
 	}

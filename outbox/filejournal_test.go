@@ -294,17 +294,20 @@ func TestFileJournalNoCompactionOfLiveOps(t *testing.T) {
 	after, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(before, after), "the file was not replaced")
-	// Updates make it twice what its ops need: then it is.
+	// Updates make it twice what its ops need: then it is. (The journal's
+	// size drops then; a file's identity cannot tell, since a file system
+	// may give the second compaction's file the first file's inode.)
+	compacted := false
 	for n := 1; n <= 6; n++ {
 		for i := range 200 {
 			e := entry(fmt.Sprintf("k%d", i), i)
 			e.Attempts = n
+			size := outbox.Size(j)
 			require.NoError(t, j.Update(ctx, e))
+			compacted = compacted || outbox.Size(j) < size
 		}
 	}
-	after, err = os.Stat(path)
-	require.NoError(t, err)
-	assert.False(t, os.SameFile(before, after), "the file was compacted (size %d, live %d)", outbox.Size(j), outbox.Live(j))
+	assert.True(t, compacted, "the file was compacted (size %d, live %d)", outbox.Size(j), outbox.Live(j))
 	assert.Len(t, load(t, j), 200)
 }
 

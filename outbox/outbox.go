@@ -6,9 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/stormguard/retry"
 )
@@ -297,10 +297,11 @@ func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 
 // Redrive runs a failed op (a dead letter) again, under its key: it is
 // pending again with its attempts reset and a NotAfter one Horizon from
-// now; its Reason and LastError stay until its next attempt. List the
-// dead letters with the Journal's Load (the entries whose State is
-// Failed). It fails with [ErrUnknownKey] for a key the Outbox does not
-// hold, and with an error for an op that has not failed.
+// now; its Reason and LastError stay until its next attempt, and its
+// Trace goes on, so that the op's history reads as the dead letter's
+// attempts, then the new ones. List the dead letters, with their Traces,
+// with [Outbox.DeadLetters]. It fails with [ErrUnknownKey] for a key the
+// Outbox does not hold, and with an error for an op that has not failed.
 func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	o.mu.Lock()
 	p, ok := o.ops[key]
@@ -316,6 +317,7 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	now := o.clock.Now()
 	e := p.e
 	e.State, e.Attempts, e.Next, e.LastWait, e.Finished = Pending, 0, now, 0, time.Time{}
+	e.Trace = retry.NewTrace(retry.StopNone, slices.Collect(e.Trace.All())) // the history goes on
 	e.Op.NotAfter = now.Add(o.horizon)
 	p.redrive = true
 	o.mu.Unlock()
