@@ -38,7 +38,9 @@ func TestDeadLettersWithTrace(t *testing.T) {
 		}
 		return errors.New("down: token s3cret")
 	})
-	o.Handle("slow", func(ctx context.Context, op outbox.Op) error { return retry.RetryAfter(errors.New("still down"), time.Hour) })
+	o.Handle("slow", func(ctx context.Context, op outbox.Op) error {
+		return retry.RetryAfter(errors.New("still down"), time.Hour)
+	})
 	stop := run(t, o)
 	down, err := o.Enqueue(ctx, outbox.Op{Kind: "pay", Payload: []byte("down")})
 	require.NoError(t, err)
