@@ -76,17 +76,24 @@ type Outbox struct {
 	parked   map[string][]*item // pending ops of a kind with no handler yet
 	wake     chan struct{}
 	running  bool
+
+	// Counts for Stats, kept as ops move.
+	unfinished int     // pending or running
+	inCall     int     // running: attempts under way
+	failed     int     // dead letters
+	byAge      ageHeap // the unfinished ops, oldest first
 }
 
 // item is the Outbox's state of one op.
 type item struct {
-	e       Entry
-	index   int           // in the heap; -1 when not there
-	durable chan struct{} // closed once Add returned
-	addErr  error
-	out     *outcome // replaced by Redrive
-	err     error    // the last attempt's error, in this process
-	redrive bool     // a Redrive is writing
+	e        Entry
+	index    int           // in the heap; -1 when not there
+	ageIndex int           // in byAge; -1 when not there
+	durable  chan struct{} // closed once Add returned
+	addErr   error
+	out      *outcome // replaced by Redrive
+	err      error    // the last attempt's error, in this process
+	redrive  bool     // a Redrive is writing
 }
 
 // outcome is one run of an op to its end, for Wait.
@@ -164,14 +171,19 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: load journal: %w", err)
 	}
 	for _, e := range entries {
-		p := &item{e: e, index: -1, durable: closedChan, out: newOutcome()}
+		p := &item{e: e, index: -1, ageIndex: -1, durable: closedChan, out: newOutcome()}
 		if e.LastError != "" {
 			p.err = errors.New(e.LastError)
 		}
 		o.ops[e.Op.Key] = p
-		if e.State == Pending {
+		switch e.State {
+		case Pending:
 			heap.Push(&o.due, p)
-		} else {
+			o.unfinishedAdd(p)
+		case Failed:
+			o.failed++
+		}
+		if e.State != Pending {
 			p.out.res = p.result()
 			close(p.out.done)
 		}
@@ -253,7 +265,7 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 		}
 		return op.Key, nil
 	}
-	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, durable: make(chan struct{}), out: newOutcome()}
+	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, ageIndex: -1, durable: make(chan struct{}), out: newOutcome()}
 	o.ops[op.Key] = p
 	o.mu.Unlock()
 
@@ -268,6 +280,7 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 	}
 	close(p.durable)
 	heap.Push(&o.due, p)
+	o.unfinishedAdd(p)
 	o.poke()
 	return op.Key, nil
 }
@@ -330,6 +343,8 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	}
 	p.e, p.err, p.out = e, nil, newOutcome()
 	heap.Push(&o.due, p)
+	o.failed--
+	o.unfinishedAdd(p)
 	o.poke()
 	return nil
 }

@@ -63,8 +63,14 @@ func (o *Outbox) Run(ctx context.Context) error {
 				continue
 			}
 			inFlight++
+			o.inCall++
 			go func() {
-				defer func() { finished <- struct{}{} }()
+				defer func() {
+					o.mu.Lock()
+					o.inCall--
+					o.mu.Unlock()
+					finished <- struct{}{}
+				}()
 				if err := o.attempt(ctx, p, h); err != nil {
 					cancel(err)
 				}
@@ -279,6 +285,7 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	p.err = err
 	p.out.res = p.result()
 	close(p.out.done)
+	o.unfinishedDone(p, s)
 	o.mu.Unlock()
 	return nil
 }
