@@ -94,6 +94,8 @@ type item struct {
 	out      *outcome // replaced by Redrive
 	err      error    // the last attempt's error, in this process
 	redrive  bool     // a Redrive is writing
+	inCall   bool     // counted as running, see callStarted
+	call     uint64   // calls started, see callStarted
 }
 
 // outcome is one run of an op to its end, for Wait.

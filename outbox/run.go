@@ -63,11 +63,13 @@ func (o *Outbox) Run(ctx context.Context) error {
 				continue
 			}
 			inFlight++
-			o.inCall++
+			gen := o.callStarted(p)
 			go func() {
 				defer func() {
 					o.mu.Lock()
-					o.inCall--
+					if p.call == gen { // not yet settled, nor run again since
+						o.callEnded(p)
+					}
 					o.mu.Unlock()
 					finished <- struct{}{}
 				}()
@@ -261,6 +263,7 @@ func (o *Outbox) requeue(p *item, e Entry) error {
 	o.mu.Lock()
 	p.e = e
 	heap.Push(&o.due, p)
+	o.callEnded(p)
 	o.mu.Unlock()
 	return nil
 }
@@ -284,8 +287,9 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	o.mu.Lock()
 	p.err = err
 	p.out.res = p.result()
-	close(p.out.done)
+	o.callEnded(p)
 	o.unfinishedDone(p, s)
+	close(p.out.done)
 	o.mu.Unlock()
 	return nil
 }

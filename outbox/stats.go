@@ -34,6 +34,25 @@ func (o *Outbox) Stats() Stats {
 	return s
 }
 
+// callStarted counts p as running, and returns the number of this call
+// of p. o.mu is held.
+func (o *Outbox) callStarted(p *item) uint64 {
+	p.inCall = true
+	p.call++
+	o.inCall++
+	return p.call
+}
+
+// callEnded counts p as no longer running, once: as soon as its attempt's
+// outcome is settled, so that a Wait that returns never sees it running.
+// o.mu is held.
+func (o *Outbox) callEnded(p *item) {
+	if p.inCall {
+		p.inCall = false
+		o.inCall--
+	}
+}
+
 // unfinishedAdd counts p as not finished. o.mu is held.
 func (o *Outbox) unfinishedAdd(p *item) {
 	o.unfinished++
