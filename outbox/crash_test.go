@@ -64,6 +64,7 @@ type server struct {
 	waits    int // sends answered 409: the op's cut send still ran
 	keys     map[string]map[string]bool // op → keys it was sent under
 	effects  map[string]int             // op → handler runs
+	answered map[string]int             // op → sends not answered 409
 	progress chan struct{}
 }
 
@@ -89,11 +90,13 @@ func (s *server) outer(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
+		s.mu.Lock()
 		if sw.status == http.StatusConflict {
-			s.mu.Lock()
 			s.waits++
-			s.mu.Unlock()
+		} else {
+			s.answered[string(body)]++
 		}
+		s.mu.Unlock()
 	})
 }
 
@@ -131,7 +134,7 @@ func TestCrashHarness(t *testing.T) {
 	require.Positive(t, concurrency, envConcurrency)
 	mw, err := idempotency.New(idempotency.Options{})
 	require.NoError(t, err)
-	s := &server{keys: map[string]map[string]bool{}, effects: map[string]int{}, progress: make(chan struct{}, 1)}
+	s := &server{keys: map[string]map[string]bool{}, effects: map[string]int{}, answered: map[string]int{}, progress: make(chan struct{}, 1)}
 	srv := httptest.NewServer(s.outer(mw.Handler(http.HandlerFunc(s.effect))))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "journal")
@@ -187,9 +190,10 @@ func TestCrashHarness(t *testing.T) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lost, twoKeys, effects, doubled := 0, 0, 0, 0
+	lost, twoKeys, effects, doubled, mostSends := 0, 0, 0, 0, 0
 	for i := range n {
 		id := "op-" + strconv.Itoa(i)
+		mostSends = max(mostSends, s.answered[id])
 		switch c := s.effects[id]; {
 		case c == 0:
 			lost++
@@ -215,6 +219,8 @@ func TestCrashHarness(t *testing.T) {
 	// its cut send still runs on the server, answered 409 until it ends,
 	// a wait that the middleware's Retry-After paces).
 	assert.LessOrEqual(t, resent, killed*concurrency, "ops sent again after a kill")
+	// And each kill adds at most one send of any one op.
+	assert.LessOrEqual(t, mostSends, 1+killed, "the most sends of one op")
 }
 
 // crashChild runs the child's part when the test binary was started as
