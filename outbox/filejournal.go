@@ -20,8 +20,15 @@ import (
 // Each Add and Update appends one record (framed as the package doc says)
 // and returns once the file is fsync'd. Calls made at the same time share
 // one write and one fsync (group commit): a caller that arrives while a
-// sync runs waits for it, then the next sync carries every record that
-// arrived meanwhile.
+// write runs waits for it, then the next write carries every record that
+// arrived meanwhile. Writes go one at a time, in order; the sync of one
+// batch may overlap the write and sync of the next (up to four syncs at
+// once), and a batch reports success only after every batch before it.
+//
+// On Linux the file's blocks are reserved ahead of its records, 4 MiB at
+// a time (fallocate), so that a sync flushes data and no metadata. A crash
+// leaves that reserved tail as zeros, which recovery reads as the end (a
+// zero length), as it reads a torn record; Close trims it.
 //
 // OpenFile replays the file. A crash mid-append leaves a torn last record:
 // its length, checksum or fields do not hold, so recovery keeps every
