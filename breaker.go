@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/coarse"
+	"github.com/stormguard/retry/internal/guards"
 )
 
 // Defaults of a zero field of [BreakerOptions].
@@ -93,10 +96,17 @@ func (s BreakerState) String() string {
 //
 // Share one Breaker per downstream service. The zero Breaker is ready to
 // use, with the defaults of a zero [BreakerOptions] and the real clock. A
-// Breaker is safe for
-// concurrent use; a closed one takes no lock (an atomic load to admit a
-// call, and a clock read and an atomic add to count it), and the probe
-// count is exact however many goroutines race for it.
+// Breaker is safe for concurrent use; a closed one takes no lock (an
+// atomic load to admit a call, and an atomic add to count it), and the
+// probe count is exact however many goroutines race for it. On the real
+// clock, a Breaker made by NewBreaker or a [Breakers] counts calls at a
+// time read at most once per 10ms (less for a short Window or OpenFor), so
+// that a call costs no clock read of its own; State reads the clock.
+//
+// Its changes of state are logged once each by a retryhttp.Transport with
+// a Logger, and counted by retryotel; when something watches it, an open
+// breaker sets one timer for the end of OpenFor, so that they see the
+// move to half-open on time, with no call and no goroutine per breaker.
 type Breaker struct {
 	ratio         float64
 	minCalls      uint64
@@ -113,6 +123,36 @@ type Breaker struct {
 	probesOK  atomic.Int64  // probes that succeeded in it
 	mu        sync.Mutex    // serializes changes of state
 	w         window        // calls (total) and failures (marked) while closed
+
+	coarse *coarse.Clock // the real clock, read once per tick; nil in the zero Breaker
+
+	key string                   // in its Breakers; "" alone
+	ws  atomic.Pointer[watchers] // told of each change of state; a Breakers' own, for its Breakers
+}
+
+// watchers returns b's watchers, made on first use.
+func (b *Breaker) watchers() *watchers {
+	if ws := b.ws.Load(); ws != nil {
+		return ws
+	}
+	b.ws.CompareAndSwap(nil, new(watchers))
+	return b.ws.Load()
+}
+
+// changed tells b's watchers that it moved from s to next. It runs under
+// b.mu, so that they hear of the changes in their order. A breaker that
+// opens while watched sets a timer for its move to half-open, so that the
+// watchers hear of it on time, whether or not a call comes (State makes
+// the move on time for a caller who asks; a watcher cannot ask).
+func (b *Breaker) changed(s, next uint64) {
+	ws := b.ws.Load()
+	if ws == nil || !ws.watching() {
+		return
+	}
+	if BreakerState(next&3) == BreakerOpen {
+		afterFunc(b.clk, time.Unix(0, b.openUntil.Load()), func() { b.State() })
+	}
+	ws.tell(guards.Change{Key: b.key, Breaker: true, From: uint8(s & 3), To: uint8(next & 3)})
 }
 
 // NewBreaker returns a closed Breaker with the options o, or an error
@@ -152,7 +192,22 @@ func NewBreaker(o BreakerOptions) (*Breaker, error) {
 		span = defaultBreakerWindow
 	}
 	b.width = bucketWidth(span)
+	if b.clk == nil {
+		b.coarse = &coarse.Clock{Tick: min(time.Duration(b.width/4), b.openFor/16)}
+	}
 	return b, nil
+}
+
+// now is the time a call is counted at: the injected clock's, or the real
+// one's, read once per tick. State reads the clock itself, exactly.
+func (b *Breaker) now() time.Time {
+	switch {
+	case b.clk != nil:
+		return b.clk.Now()
+	case b.coarse != nil:
+		return b.coarse.Now()
+	}
+	return time.Now()
 }
 
 // State returns the breaker's state now. An open breaker whose OpenFor has
@@ -177,6 +232,7 @@ func (b *Breaker) halfOpen(s uint64) uint64 {
 	b.probesOK.Store(0)
 	next := (s>>2+1)<<2 | uint64(BreakerHalfOpen)
 	b.state.Store(next)
+	b.changed(s, next)
 	return next
 }
 
@@ -193,7 +249,9 @@ func (b *Breaker) moveFrom(s uint64, to BreakerState, at time.Time) {
 	} else {
 		b.w.reset()
 	}
-	b.state.Store((s>>2+1)<<2 | uint64(to))
+	next := (s>>2+1)<<2 | uint64(to)
+	b.state.Store(next)
+	b.changed(s, next)
 }
 
 // ticket is what a call admitted by a breaker holds: the state it was
@@ -210,7 +268,7 @@ func (b *Breaker) admit() (ticket, bool) {
 		return ticket{state: s}, true
 	}
 	if BreakerState(s&3) == BreakerOpen {
-		if now(b.clk).UnixNano() < b.openUntil.Load() {
+		if b.now().UnixNano() < b.openUntil.Load() {
 			return ticket{}, false
 		}
 		s = b.halfOpen(s)
@@ -278,7 +336,7 @@ func (b *Breaker) record(tk ticket, outcome int8, at time.Time) {
 				b.moveFrom(tk.state, BreakerClosed, time.Time{})
 			}
 		case outcomeFailure:
-			b.moveFrom(tk.state, BreakerOpen, now(b.clk))
+			b.moveFrom(tk.state, BreakerOpen, b.now())
 		}
 		return
 	}
@@ -286,13 +344,17 @@ func (b *Breaker) record(tk ticket, outcome int8, at time.Time) {
 		return // the breaker has moved on since this call began
 	}
 	if at.IsZero() {
-		at = now(b.clk)
+		at = b.now()
 	}
-	c := b.params()
-	if outcome == outcomeSuccess {
-		b.w.add(at, c.width, 1, 0)
+	if outcome == outcomeSuccess { // the hot path: no copy of the params
+		width := b.width
+		if width == 0 {
+			width = bucketWidth(defaultBreakerWindow)
+		}
+		b.w.add(at, width, 1, 0)
 		return
 	}
+	c := b.params()
 	b.w.add(at, c.width, 1, 1)
 	if calls, failures := b.w.sum(at, c.width); calls >= c.minCalls && float64(failures) >= c.ratio*float64(calls) {
 		b.moveFrom(tk.state, BreakerOpen, at)

@@ -34,7 +34,7 @@ func (g *guard) before(n int) StopReason {
 		}
 	}
 	if g.th != nil {
-		g.at = now(g.th.clk)
+		g.at = g.th.now()
 		if !g.th.allow(g.at, randFloat) {
 			return StopThrottled
 		}
@@ -71,7 +71,11 @@ func newGuard(th *Throttle, br *Breaker) guard {
 	// A clock read costs more than the rest of an allowed attempt (tens of
 	// nanoseconds, more in some sandboxes): one read serves both when they
 	// share a clock, as they should.
-	g.shared = th != nil && br != nil && th.clkCmp && br.clkComparable && th.clk == br.clk
+	if th != nil && br != nil {
+		// Both on the real clock, the common case, skips the comparison
+		// of two interfaces (a runtime call).
+		g.shared = th.clk == nil && br.clk == nil || th.clkCmp && br.clkComparable && th.clk == br.clk
+	}
 	return g
 }
 

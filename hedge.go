@@ -373,7 +373,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			d := p.Classifier(ctx, *a)
 			a.Reason = d.Reason
 			if g.th != nil || g.br != nil {
-				g.attempted(failedOutcome(nil, d.Retry))
+				g.attempted(failedOutcome(nil, d.Retry || d.failed))
 			}
 			if !d.Retry {
 				t.stop = StopNotRetryable

@@ -221,7 +221,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		d := p.Classifier(ctx, *a)
 		a.Reason = d.Reason
 		if g != nil {
-			g.attempted(failedOutcome(nil, d.Retry))
+			g.attempted(failedOutcome(nil, d.Retry || d.failed))
 		}
 		if !d.Retry {
 			t.stop = StopNotRetryable

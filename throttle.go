@@ -3,7 +3,11 @@ package retry
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/coarse"
+	"github.com/stormguard/retry/internal/guards"
 )
 
 // Defaults of a zero field of [ThrottleOptions].
@@ -58,8 +62,12 @@ type ThrottleOptions struct {
 //
 // The zero Throttle is ready to use, with the defaults of a zero
 // [ThrottleOptions] and the real clock. A Throttle is safe for concurrent
-// use and takes no lock: an attempt costs
-// a clock read, a sum over 16 buckets and two atomic adds.
+// use and takes no lock: while its reject probability is zero, an attempt
+// costs two atomic loads and an atomic add (and otherwise a sum over 16
+// buckets more). On the real clock, a Throttle made by NewThrottle or a
+// [Throttles] counts attempts at a time read at most once per 10ms (less
+// for a short Window), so that an attempt costs no clock read of its own;
+// RejectProbability reads the clock.
 type Throttle struct {
 	k, maxReject float64
 	minRequests  uint64
@@ -67,6 +75,41 @@ type Throttle struct {
 	clkCmp       bool  // clk can be compared with ==, to share a read with a Breaker
 	width        int64 // of a bucket of w
 	w            window
+
+	coarse *coarse.Clock // the real clock, read once per tick; nil in the zero Throttle
+
+	// zeroIn is 1 + the epoch (of a bucket of w) through which the reject
+	// probability is known to be zero, or 0: a healthy service's attempts
+	// then skip the sum over the window. Only an attempt not accepted can
+	// raise the probability within an epoch (an accepted one adds a
+	// request and an accept, and K ≥ 1), and each clears it; one that
+	// races a zero being noted may stay unseen until the next one does, or
+	// the epoch ends.
+	zeroIn atomic.Int64
+
+	on  atomic.Bool              // shedding: the reject probability was above zero when last computed
+	key string                   // in its Throttles; "" alone
+	ws  atomic.Pointer[watchers] // told when shedding starts and stops; a Throttles' own, for its Throttles
+}
+
+// watchers returns t's watchers, made on first use.
+func (t *Throttle) watchers() *watchers {
+	if ws := t.ws.Load(); ws != nil {
+		return ws
+	}
+	t.ws.CompareAndSwap(nil, new(watchers))
+	return t.ws.Load()
+}
+
+// note records whether the throttle sheds, by the probability p just
+// computed, and tells the watchers when that changes: once per change, by
+// whoever wins the swap. It costs an attempt one atomic load.
+func (t *Throttle) note(p float64) {
+	if on := p != 0; on != t.on.Load() && t.on.CompareAndSwap(!on, on) {
+		if ws := t.ws.Load(); ws != nil {
+			ws.tell(guards.Change{Key: t.key, On: on})
+		}
+	}
 }
 
 // NewThrottle returns a Throttle with the options o, or an error matching
@@ -99,13 +142,30 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 		span = defaultThrottleWindow
 	}
 	t.width = bucketWidth(span)
+	if t.clk == nil {
+		t.coarse = &coarse.Clock{Tick: time.Duration(t.width / 4)}
+	}
 	return t, nil
+}
+
+// now is the time an attempt is counted at: the injected clock's, or the
+// real one's, read once per tick.
+func (t *Throttle) now() time.Time {
+	switch {
+	case t.clk != nil:
+		return t.clk.Now()
+	case t.coarse != nil:
+		return t.coarse.Now()
+	}
+	return time.Now()
 }
 
 // RejectProbability returns the probability with which the Throttle
 // refuses an attempt now, for metrics.
 func (t *Throttle) RejectProbability() float64 {
-	return t.rejectAt(now(t.clk))
+	p := t.rejectAt(now(t.clk))
+	t.note(p)
+	return p
 }
 
 // rejectAt is the SRE formula over the window that ends at at.
@@ -133,8 +193,23 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 // not zero. A request sent is counted when its answer comes, with it (see
 // answered): one atomic add per attempt, not two.
 func (t *Throttle) allow(at time.Time, u func() float64) bool {
-	if p := t.rejectAt(at); p != 0 && u() < p {
-		t.w.add(at, t.bucketWidth(), 1, 0)
+	width := t.bucketWidth()
+	e := t.w.epoch(at, width) + 1
+	if t.zeroIn.Load() == e {
+		return true // and t.on is false: the probability was noted zero
+	}
+	k, maxReject, minRequests, _ := t.params()
+	requests, accepts := t.w.sum(at, width)
+	var p float64
+	if r := float64(requests); r <= k*float64(accepts) {
+		t.zeroIn.Store(e)
+	} else if requests >= minRequests {
+		p = min((r-k*float64(accepts))/(r+1), maxReject)
+	}
+	t.note(p)
+	if p != 0 && u() < p {
+		t.zeroIn.Store(0)
+		t.w.add(at, width, 1, 0)
 		return false
 	}
 	return true
@@ -145,6 +220,7 @@ func (t *Throttle) answered(at time.Time, accepted bool) {
 	if accepted {
 		t.w.add(at, t.bucketWidth(), 1, 1)
 	} else {
+		t.zeroIn.Store(0)
 		t.w.add(at, t.bucketWidth(), 1, 0)
 	}
 }

@@ -17,6 +17,10 @@ const windowBuckets = 16
 // notice. The zero window is empty. Its owner passes the width of a bucket,
 // in nanoseconds, to each method.
 type window struct {
+	// last is the epoch of the latest write or sum: most calls fall in
+	// it, and testing that costs a multiplication where the epoch's own
+	// division costs tens of cycles.
+	last    atomic.Int64
 	buckets [windowBuckets]struct {
 		epoch  atomic.Int64  // which width-long slice of time the counts are for
 		counts atomic.Uint64 // total<<32 | marked
@@ -26,9 +30,21 @@ type window struct {
 // bucketWidth is the width of a bucket of a window that spans span.
 func bucketWidth(span time.Duration) int64 { return max(int64(span)/windowBuckets, 1) }
 
+// epoch returns the epoch of time t: which width-long slice of time it is
+// in.
+func (w *window) epoch(t time.Time, width int64) int64 {
+	ns := t.UnixNano()
+	if e := w.last.Load(); ns >= e*width && ns-e*width < width {
+		return e
+	}
+	e := ns / width
+	w.last.Store(e)
+	return e
+}
+
 // add counts total and marked at time t.
 func (w *window) add(t time.Time, width int64, total, marked uint64) {
-	e := t.UnixNano() / width
+	e := w.epoch(t, width)
 	b := &w.buckets[uint64(e)%windowBuckets]
 	delta := total<<32 | marked
 	if old := b.epoch.Load(); old != e {
@@ -47,7 +63,7 @@ func (w *window) add(t time.Time, width int64, total, marked uint64) {
 
 // sum returns the totals of the window that ends at t.
 func (w *window) sum(t time.Time, width int64) (total, marked uint64) {
-	e := t.UnixNano() / width
+	e := w.epoch(t, width)
 	for i := range w.buckets {
 		b := &w.buckets[i]
 		if d := e - b.epoch.Load(); d >= 0 && d < windowBuckets {

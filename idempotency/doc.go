@@ -147,6 +147,14 @@
 // github.com/stormguard/retry/idempotency/redisstore; the [Store] interface
 // says what any other must do.
 //
+// A store beside the service's database leaves a window: a process that
+// dies after the handler committed and before the result reached the store
+// runs the handler again on the retry. Package
+// github.com/stormguard/retry/idempotency/pgstore closes it: its handlers
+// take their [Lease] from [FromContext] and save their response in their
+// own PostgreSQL transaction, with their rows. The middleware then sends
+// the response it sees saved without saving it again ([Lease.Result]).
+//
 // # Limits
 //
 // The handler's response is buffered (up to MaxResponseBytes), and its

@@ -28,6 +28,7 @@ type flight struct {
 	// The lease and its renewal; see lease.go.
 	mu sync.Mutex
 	renewal
+	handlerSaved []byte // the response the handler saved itself, guarded by mu; see handlerlease.go
 }
 
 // requestBody is the request body the handler reads: the bytes the
@@ -65,7 +66,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 			p.set(OutcomeReleased, status, nil)
 		}
 	}()
-	r2 := r.WithContext(ctx)
+	r2 := r.WithContext(withLease(ctx, f))
 	r2.Body = &f.body
 	r2.ContentLength = int64(len(body))
 	h.next.ServeHTTP(&f.rec, r2)
@@ -84,10 +85,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 			p.set(OutcomeReleased, rec.status, nil)
 			return
 		}
-		saved := rec.saved.Clone()
-		saved.Del("Content-Length") // a replay has no body
-		saved.Del("Trailer")        // nor trailers
-		if err := f.complete(&record{status: rec.status, header: saved, omitted: true}); err != nil {
+		if err := f.complete(omittedRecord(rec.status, rec.saved)); err != nil {
 			p.set(OutcomeLeaseLost, rec.status, err)
 			return
 		}
@@ -98,6 +96,11 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	if m.opts.Retryable(rec.status) {
 		f.release()
 		p.set(OutcomeReleased, rec.status, nil)
+		rec.send()
+		return
+	}
+	if f.savedByHandler(rec) { // in the handler's transaction, with its effects
+		p.set(OutcomeExecuted, rec.status, nil)
 		rec.send()
 		return
 	}

@@ -61,7 +61,7 @@ func envInt(t *testing.T, name string, def int) int {
 type server struct {
 	mu       sync.Mutex
 	sends    int
-	waits    int // sends answered 409: the op's cut send still ran
+	waits    int                        // sends answered 409: the op's cut send still ran
 	keys     map[string]map[string]bool // op → keys it was sent under
 	effects  map[string]int             // op → handler runs
 	answered map[string]int             // op → sends not answered 409

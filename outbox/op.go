@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"bytes"
 	"crypto/rand"
 	"fmt"
 	"time"
@@ -107,6 +108,13 @@ type Entry struct {
 	// An attempt whose outcome was never written (its process died) has
 	// the Reason "no outcome recorded".
 	Trace retry.Trace
+
+	// Lease is the claim a [SharedJournal] holds the op under, set by its
+	// Claim and passed back by the Outbox on each Update, so that a process
+	// whose lease another took cannot write over the new owner. It is empty
+	// for a journal that one process owns, such as [FileJournal], and for an
+	// op that no process holds.
+	Lease string
 }
 
 // maxErrorText bounds Entry.LastError.
@@ -133,4 +141,46 @@ type Result struct {
 	// error itself when the attempt ran in this process, or an error with
 	// its saved text after a restart.
 	Err error
+}
+
+// NewEntry returns the Entry that Enqueue writes for op at now: a fresh key
+// when op.Key is empty, NotAfter set to now plus horizon (24h when horizon
+// is zero) when zero, the payload copied, and the op checked as Enqueue
+// checks it (an error matching [ErrInvalidOp]). A journal that enqueues an
+// op itself, such as in the caller's database transaction, uses it so that
+// its ops follow the Outbox's rules.
+func NewEntry(op Op, now time.Time, horizon time.Duration) (Entry, error) {
+	if horizon < 0 {
+		return Entry{}, fmt.Errorf("%w: negative horizon %v", ErrInvalidOp, horizon)
+	}
+	if horizon == 0 {
+		horizon = 24 * time.Hour
+	}
+	op, err := prepare(op, now, horizon)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Op: op, State: Pending, Next: now, Enqueued: now}, nil
+}
+
+// prepare fills in and checks op as Enqueue takes it at now.
+func prepare(op Op, now time.Time, horizon time.Duration) (Op, error) {
+	if op.Key == "" {
+		op.Key = newKey()
+	}
+	switch {
+	case validKey(op.Key) != nil:
+		return Op{}, validKey(op.Key)
+	case op.Kind == "":
+		return Op{}, fmt.Errorf("%w: empty Kind", ErrInvalidOp)
+	case len(op.Payload) > MaxPayload:
+		return Op{}, fmt.Errorf("%w: payload of %d bytes, over MaxPayload", ErrInvalidOp, len(op.Payload))
+	}
+	if op.NotAfter.IsZero() {
+		op.NotAfter = now.Add(horizon)
+	} else if !op.NotAfter.After(now) {
+		return Op{}, fmt.Errorf("%w: NotAfter %v has passed", ErrInvalidOp, op.NotAfter)
+	}
+	op.Payload = bytes.Clone(op.Payload)
+	return op, nil
 }

@@ -41,6 +41,16 @@ type Options struct {
 
 	// Concurrency is how many handler calls Run makes at once [1].
 	Concurrency int
+
+	// PollInterval is how often Run asks a [SharedJournal] for due ops
+	// when nothing else wakes it [1s]. Unused with other journals.
+	PollInterval time.Duration
+
+	// Lease is how long a claim on an op of a [SharedJournal] holds it
+	// while its attempt runs [30s]; Run renews it every third of that.
+	// When a process dies, its ops wait this long for another. Unused
+	// with other journals.
+	Lease time.Duration
 }
 
 // defaultMaxAttempts is retry.Policy's: a zero MaxAttempts means it here too.
@@ -80,8 +90,11 @@ type Outbox struct {
 	// Counts for Stats, kept as ops move.
 	unfinished int     // pending or running
 	inCall     int     // running: attempts under way
+	inCallOwn  int     // of them, of ops counted in unfinished
 	failed     int     // dead letters
 	byAge      ageHeap // the unfinished ops, oldest first
+
+	shared *sharedRun // set when j is a SharedJournal (shared.go)
 }
 
 // item is the Outbox's state of one op.
@@ -95,7 +108,9 @@ type item struct {
 	err      error    // the last attempt's error, in this process
 	redrive  bool     // a Redrive is writing
 	inCall   bool     // counted as running, see callStarted
-	call     uint64   // calls started, see callStarted
+	// inCallOwn, counted and dead say where Stats counts the op.
+	inCallOwn, counted, dead bool
+	call                     uint64 // calls started, see callStarted
 }
 
 // outcome is one run of an op to its end, for Wait.
@@ -119,7 +134,8 @@ func (p *item) result() Result {
 }
 
 // New returns an Outbox over j, loading the ops j holds: pending ones run
-// when Run is called. The Outbox does not close j.
+// when Run is called. A [SharedJournal] is not loaded: Run claims its ops
+// as they fall due. The Outbox does not close j.
 func New(j Journal, opts Options) (*Outbox, error) {
 	if j == nil {
 		return nil, errors.New("outbox: New with a nil Journal")
@@ -168,6 +184,14 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	if o.clock == nil {
 		o.clock = realClock{}
 	}
+	if sj, ok := j.(SharedJournal); ok {
+		// Ops are claimed as they fall due, not loaded (shared.go).
+		var err error
+		if o.shared, err = newSharedRun(sj, opts); err != nil {
+			return nil, err
+		}
+		return o, nil
+	}
 	entries, err := j.Load(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("outbox: load journal: %w", err)
@@ -183,6 +207,7 @@ func New(j Journal, opts Options) (*Outbox, error) {
 			heap.Push(&o.due, p)
 			o.unfinishedAdd(p)
 		case Failed:
+			p.dead = true
 			o.failed++
 		}
 		if e.State != Pending {
@@ -232,24 +257,11 @@ func (o *Outbox) poke() {
 // with [ErrKeyConflict]. A bad op fails with an error matching
 // [ErrInvalidOp].
 func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
-	if op.Key == "" {
-		op.Key = newKey()
-	}
-	switch {
-	case validKey(op.Key) != nil:
-		return "", validKey(op.Key)
-	case op.Kind == "":
-		return "", fmt.Errorf("%w: empty Kind", ErrInvalidOp)
-	case len(op.Payload) > MaxPayload:
-		return "", fmt.Errorf("%w: payload of %d bytes, over MaxPayload", ErrInvalidOp, len(op.Payload))
-	}
 	now := o.clock.Now()
-	if op.NotAfter.IsZero() {
-		op.NotAfter = now.Add(o.horizon)
-	} else if !op.NotAfter.After(now) {
-		return "", fmt.Errorf("%w: NotAfter %v has passed", ErrInvalidOp, op.NotAfter)
+	op, err = prepare(op, now, o.horizon)
+	if err != nil {
+		return "", err
 	}
-	op.Payload = bytes.Clone(op.Payload)
 
 	o.mu.Lock()
 	if old, ok := o.ops[op.Key]; ok {
@@ -345,7 +357,6 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	}
 	p.e, p.err, p.out = e, nil, newOutcome()
 	heap.Push(&o.due, p)
-	o.failed--
 	o.unfinishedAdd(p)
 	o.poke()
 	return nil

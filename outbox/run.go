@@ -24,6 +24,9 @@ import (
 // meanwhile is judged and counted as usual; one cut by a crash is counted,
 // since nobody can tell what it did. Only one Run of an
 // Outbox runs at a time; another fails with [ErrRunning].
+//
+// Over a [SharedJournal], Run claims due ops under a lease instead of
+// running what New loaded; see SharedJournal for polling and leases.
 func (o *Outbox) Run(ctx context.Context) error {
 	o.mu.Lock()
 	if o.bad != nil {
@@ -42,6 +45,9 @@ func (o *Outbox) Run(ctx context.Context) error {
 		o.mu.Unlock()
 	}()
 
+	if o.shared != nil {
+		return o.runShared(ctx) // claims instead of a local heap (shared.go)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	finished := make(chan struct{}, o.concurrency) // never blocks: one per call

@@ -21,13 +21,15 @@ type Stats struct {
 // Stats returns the counts of o's ops and the age of the oldest one not
 // finished. It reads counters the Outbox keeps as ops move, never the
 // journal, so that a metrics scrape or a debug page may call it often.
-// It counts the ops this Outbox holds: with a journal shared by many
-// processes, each process counts its own.
+// It counts the ops this Outbox holds: with a [SharedJournal], the ops
+// enqueued here and not yet finished (pending), the attempts under way
+// here, of ops enqueued anywhere (running), and the dead letters recorded
+// or re-driven here since it started (failed).
 func (o *Outbox) Stats() Stats {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := Stats{Pending: o.unfinished - o.inCall, Running: o.inCall, Failed: o.failed}
+	s := Stats{Pending: max(o.unfinished-o.inCallOwn, 0), Running: o.inCall, Failed: o.failed}
 	if len(o.byAge) > 0 {
 		s.OldestPending = max(now.Sub(o.byAge[0].e.Enqueued), 0)
 	}
@@ -37,9 +39,12 @@ func (o *Outbox) Stats() Stats {
 // callStarted counts p as running, and returns the number of this call
 // of p. o.mu is held.
 func (o *Outbox) callStarted(p *item) uint64 {
-	p.inCall = true
+	p.inCall, p.inCallOwn = true, p.counted
 	p.call++
 	o.inCall++
+	if p.inCallOwn {
+		o.inCallOwn++
+	}
 	return p.call
 }
 
@@ -50,22 +55,38 @@ func (o *Outbox) callEnded(p *item) {
 	if p.inCall {
 		p.inCall = false
 		o.inCall--
+		if p.inCallOwn {
+			p.inCallOwn = false
+			o.inCallOwn--
+		}
 	}
 }
 
 // unfinishedAdd counts p as not finished. o.mu is held.
 func (o *Outbox) unfinishedAdd(p *item) {
-	o.unfinished++
-	heap.Push(&o.byAge, p)
+	if p.dead {
+		p.dead = false
+		o.failed--
+	}
+	if !p.counted {
+		p.counted = true
+		o.unfinished++
+		heap.Push(&o.byAge, p)
+	}
 }
 
 // unfinishedDone counts p as finished as s. o.mu is held.
 func (o *Outbox) unfinishedDone(p *item, s State) {
+	if !p.counted {
+		return // claimed from a shared journal, not enqueued here
+	}
+	p.counted = false
 	o.unfinished--
 	if p.ageIndex >= 0 {
 		heap.Remove(&o.byAge, p.ageIndex)
 	}
 	if s == Failed {
+		p.dead = true
 		o.failed++
 	}
 }

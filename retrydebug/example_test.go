@@ -161,3 +161,16 @@ func ExampleRecorder_RecordIdempotency() {
 	// Output:
 	// POST /orders 1 map[replayed:1]
 }
+
+// Registered breakers and throttles show their state on the page and in
+// the Snapshot; a Breakers or Throttles shows each key.
+func ExampleRecorder_Breakers() {
+	rec := retrydebug.NewRecorder(0, 0)
+	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1}, 100)
+	rec.Breakers("per-host", breakers)
+	p := retry.Policy{MaxAttempts: 1, Breaker: breakers.Get("https://api.example")}
+	_, _ = retry.Do(context.Background(), func(context.Context) error { return errors.New("503") }, p)
+	fmt.Println(rec.Snapshot().Breakers)
+	// Output:
+	// [{per-host https://api.example open}]
+}

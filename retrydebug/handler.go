@@ -88,6 +88,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			p.Rows = append(p.Rows, newRow(op.snapshot(false), refreshParam))
 		}
 		p.Budgets = r.budgetTokens()
+		p.Breakers, p.Throttles = r.breakerStatuses(), r.throttleStatuses()
 		p.Config, p.HasConfig = r.configVersionNow()
 		for _, route := range r.idempotencyRoutes() {
 			p.Idem = append(p.Idem, newIdemRow(route))

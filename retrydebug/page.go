@@ -27,12 +27,14 @@ const maxBar = 160
 // page is what the template shows: the operations table, or one operation
 // and its calls.
 type page struct {
-	Refresh  int
-	JSONHref string
-	Rows     []opRow
-	Op       *opPage
-	Budgets  []BudgetTokens
-	Idem     []idemRow
+	Refresh   int
+	JSONHref  string
+	Rows      []opRow
+	Op        *opPage
+	Budgets   []BudgetTokens
+	Breakers  []BreakerStatus
+	Throttles []ThrottleStatus
+	Idem      []idemRow
 	// Config is the version of the retry configuration in force, if one
 	// is registered.
 	Config    uint64

@@ -51,6 +51,7 @@ type Recorder struct {
 	byHTTP  map[httpKey]*operation // Summaries already resolved, so that naming one allocates nothing
 	other   *operation
 	budgets []namedBudget
+	guards  guardSet // breakers and throttles: see storm.go
 
 	configVersion func() uint64 // see ConfigVersion
 

@@ -15,6 +15,14 @@ type Snapshot struct {
 	Operations []Operation `json:"operations"`
 	// Budgets, in the order they were registered.
 	Budgets []BudgetTokens `json:"budgets"`
+	// Breakers are the states of the breakers registered with
+	// [Recorder.Breaker] and [Recorder.Breakers], in the order they were
+	// registered; a Breakers has a line per key. Left out of the JSON
+	// when none is registered.
+	Breakers []BreakerStatus `json:"breakers,omitempty"`
+	// Throttles are the reject ratios of the throttles registered with
+	// [Recorder.Throttle] and [Recorder.Throttles], likewise.
+	Throttles []ThrottleStatus `json:"throttles,omitempty"`
 	// Idempotency has the keyed requests of the routes recorded with
 	// [Recorder.RecordIdempotency], by route, with the overflow bucket,
 	// if any, last.
@@ -103,6 +111,7 @@ func (r *Recorder) Snapshot() Snapshot {
 	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
 	s.ConfigVersion, _ = r.configVersionNow()
 	s.Outboxes = r.outboxOps()
+	s.Breakers, s.Throttles = r.breakerStatuses(), r.throttleStatuses()
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))
 	}

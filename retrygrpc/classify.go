@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/guards"
 	"github.com/stormguard/retry/internal/holds"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -97,7 +98,9 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 // refuse turns d into a refusal, and says why in the Reason that the Trace
 // keeps.
 func refuse(d retry.Decision, why string) retry.Decision {
-	return retry.Decision{Reason: d.Reason + "; " + why}
+	r := retry.Decision{Reason: d.Reason + "; " + why}
+	guards.MarkFailed(&r) // the service failed the attempt: the Breaker and Throttle count it so
+	return r
 }
 
 // grpcRetries reports whether grpc-go retries method by itself: the

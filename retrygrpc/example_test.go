@@ -136,3 +136,21 @@ func ExampleCallIdempotent() {
 	// unmarked: 1 attempt
 	// marked: 2 attempts
 }
+
+// WithBreakers gives each target a breaker of its own: once a target's
+// calls fail, the next fails fast with UNAVAILABLE and reaches no server.
+func ExampleWithBreakers() {
+	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 100)
+	srv := newServer(fail(codes.Unavailable))
+	cc, stop := exampleConn(srv, grpc.WithChainUnaryInterceptor(retrygrpc.UnaryClientInterceptor(
+		retry.Policy{MaxAttempts: 1}, retrygrpc.WithBreakers(breakers))))
+	defer stop()
+	client := testgrpc.NewTestServiceClient(cc)
+	for range 2 {
+		_, _ = client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+	}
+	_, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+	fmt.Println(status.Code(err), errors.Is(err, retry.ErrBreakerOpen), breakers.Get(cc.Target()).State())
+	// Output:
+	// Unavailable true open
+}

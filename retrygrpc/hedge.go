@@ -39,7 +39,8 @@ type hedgedCall struct {
 	hedging  retryconfig.Hedging
 	nonFatal codeSet
 	budget   *retry.Budget
-	msg      proto.Message // the caller's reply
+	breaker  *retry.Breaker // a copy after the first goes only while it is closed
+	msg      proto.Message  // the caller's reply
 	// The caller's own header, trailer and peer destinations, which the
 	// copies must not write at once: the copy that decides the call fills
 	// them when the race is over.
@@ -87,7 +88,7 @@ func (cfg *config) hedged(ctx context.Context, method string, req, reply any, cc
 // newHedge is the part of a hedged call that a unary call and a server
 // stream share.
 func newHedge(ctx context.Context, cfg *config, method string, cc *grpc.ClientConn, opts []grpc.CallOption, p *retry.Policy, h retryconfig.Hedging) *hedgedCall {
-	hc := &hedgedCall{hedging: h, budget: p.Budget}
+	hc := &hedgedCall{hedging: h, budget: p.Budget, breaker: p.Breaker}
 	hc.cfg, hc.ctx, hc.method, hc.cc, hc.clk = cfg, ctx, method, cc, p.Clock
 	hc.idempotent = true
 	for _, c := range h.NonFatalCodes {
@@ -112,7 +113,9 @@ func newHedge(ctx context.Context, cfg *config, method string, cc *grpc.ClientCo
 // run makes the call: Do with one attempt, the race, under the Policy's
 // MaxElapsed, Clock and OnDone.
 func (hc *hedgedCall) run(p retry.Policy) error {
-	dp := retry.Policy{MaxAttempts: 1, MaxElapsed: p.MaxElapsed, Clock: p.Clock, OnDone: p.OnDone}
+	// The Breaker and the Throttle see the race as one attempt: a refused
+	// one sends no copy, and the race counts once.
+	dp := retry.Policy{MaxAttempts: 1, MaxElapsed: p.MaxElapsed, Clock: p.Clock, OnDone: p.OnDone, Breaker: p.Breaker, Throttle: p.Throttle}
 	dp.Classifier = func(context.Context, retry.Attempt) retry.Decision {
 		// Do makes no other attempt: this only tells a fatal status,
 		// which an outer retry loop must not retry either, from copies
@@ -202,6 +205,10 @@ func (hc *hedgedCall) race(loop context.Context) error {
 			unschedule()
 			switch {
 			case !more || hc.sent >= n || loop.Err() != nil:
+			case hc.breaker != nil && hc.breaker.State() != retry.BreakerClosed:
+				// A hedge never takes a half-open breaker's probe: the
+				// first copy is the probe, and no other goes.
+				more = false
 			case hc.budget != nil && !budgets.Allow(hc.budget):
 				// A6: throttled, the hedge is not sent, nor any later one.
 				more, hc.throttled = false, true

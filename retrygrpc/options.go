@@ -93,7 +93,9 @@ type config struct {
 	maxRetryAfter     time.Duration
 	grpcRetryDisabled bool
 	noHold            bool
-	holds             holds.Set // targets that asked to be held back
+	holds             holds.Set        // targets that asked to be held back
+	breakers          *retry.Breakers  // WithBreakers
+	throttles         *retry.Throttles // WithThrottles
 
 	policies *retryconfig.Live                // WithPolicies: each call's policy, by method
 	onDone   []func(context.Context, Summary) // WithOnDone's hooks, in order

@@ -64,7 +64,9 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	p, h, hedged := cfg.policyAndHedging(method)
 	if co.policy != nil {
 		p = *co.policy
-	} else if hedged {
+	}
+	cfg.guards(cc, &p)
+	if co.policy == nil && hedged {
 		if hc := cfg.hedged(ctx, method, req, reply, cc, invoker, co, opts, &p, h); hc != nil {
 			return hc.run(p)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/clocks"
+	"github.com/stormguard/retry/internal/guards"
 )
 
 // call is one RoundTrip: the request, what the Transport decided about it
@@ -144,7 +145,7 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 		if d.Retry && c.bodySent && c.req.GetBody != nil {
 			body, err := c.req.GetBody()
 			if err != nil {
-				d = retry.Decision{Reason: d.Reason + "; GetBody failed"}
+				d = failedAnyway(retry.Decision{Reason: d.Reason + "; GetBody failed"})
 			} else {
 				c.nextBody = body
 			}
@@ -152,6 +153,15 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 		c.decision = d
 		return d
 	}
+}
+
+// failedAnyway marks d, a refusal to retry an attempt the Classifier would
+// have retried, so that the Breaker and the Throttle count the attempt as
+// a failure: a 503 to a POST is the service failing, whether or not the
+// POST may be sent again.
+func failedAnyway(d retry.Decision) retry.Decision {
+	guards.MarkFailed(&d)
+	return d
 }
 
 // gate keeps a request that must not be repeated from being retried, and
@@ -166,10 +176,10 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 		return d
 	case !c.rewindable:
 		c.gated = true
-		return retry.Decision{Reason: d.Reason + "; body cannot be replayed (no GetBody)"}
+		return failedAnyway(retry.Decision{Reason: d.Reason + "; body cannot be replayed (no GetBody)"})
 	case c.keyless && !neverSent(err):
 		c.gated = true
-		return retry.Decision{Reason: d.Reason + "; " + c.req.Method + " without " + c.keyHeader + " is not retried"}
+		return failedAnyway(retry.Decision{Reason: d.Reason + "; " + c.req.Method + " without " + c.keyHeader + " is not retried"})
 	}
 	return d
 }

@@ -60,5 +60,7 @@
 // quote a URL or a secret), the wait, and an idempotency key only as a
 // keyed hash. No header or body is logged. While an origin keeps failing,
 // [Transport.LogSampling] writes the first 5 lines of each kind and status,
-// then one summary a minute of the lines it suppressed.
+// then one summary a minute of the lines it suppressed; changes of state
+// (a budget exhausted, a hold, a circuit breaker opened or closed,
+// throttling started or stopped) are written once each.
 package retryhttp

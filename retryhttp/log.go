@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/clocks"
 )
 
 // What the Logger gets: the method; the request's route (WithRoute) or else
@@ -155,7 +154,13 @@ func (c *call) sample(level slog.Level, kind logKind, n int, reason string, at t
 		return l
 	}
 	if at.IsZero() {
-		at = clocks.Now(c.clk)
+		if c.clk != nil {
+			at = c.clk.Now()
+		} else {
+			// A window is a minute: the sampler's own coarse clock,
+			// read once per 10ms, spares a suppressed line a clock read.
+			at = c.t.sampler.clock.Now()
+		}
 	}
 	pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), sampleClass(kind, c.status)}, at, level, reason, n, &c.hint)
 	for _, m := range due {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/coarse"
 )
 
 // LogSampling says how a [Transport] thins out its Logger's lines while a
@@ -44,7 +46,15 @@ import (
 // asks to be held back (a 429 or 503 with a Retry-After, see [HoldMode]),
 // and "retryhttp: hold ended" (Info) when it next answers normally. A hold
 // whose time runs out, followed by another Retry-After before a normal
-// answer, is one hold.
+// answer, is one hold. So are the changes of the Breaker and Throttle of
+// the request's Policy or of Transport.Breakers and Transport.Throttles:
+// "retryhttp: circuit breaker opened" (Warn), "retryhttp: circuit breaker
+// half-open" (Info, when OpenFor ends, whether or not a request comes) and
+// "retryhttp: circuit breaker closed" (Info); "retryhttp: throttling
+// started" (Warn) when the Throttle's reject probability rises above zero,
+// and "retryhttp: throttling stopped" (Info) when it is next seen at zero.
+// Those of Breakers and Throttles carry the origin; a Policy's own, shared
+// by every origin, carries none.
 type LogSampling struct {
 	// Off writes every line, unsampled [false].
 	Off bool
@@ -114,6 +124,7 @@ type logSampler struct {
 	mu        sync.Mutex
 	keys      map[sampleKey]*sampleState
 	nextSweep time.Time
+	clock     coarse.Clock // the time of a line whose call is on the real clock and untimed
 
 	// exhausted holds the origins whose Budget refused a retry and that
 	// have not been allowed one since; held, those that asked to be held

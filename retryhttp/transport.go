@@ -52,6 +52,17 @@ type Transport struct {
 	// every origin].
 	Budgets *retry.Budgets
 
+	// Breakers, if set, gives each origin a Breaker of its own, for a
+	// Policy without one, so that a host that is down fails fast without
+	// failing the requests to the others [none: only Policy.Breaker,
+	// shared by every origin]. See retry.Breaker.
+	Breakers *retry.Breakers
+
+	// Throttles, if set, gives each origin a Throttle of its own, for a
+	// Policy without one, so that one host's overload sheds only the
+	// requests to it [none: only Policy.Throttle]. See retry.Throttle.
+	Throttles *retry.Throttles
+
 	// IdempotencyHeader names the header that carries an idempotency key
 	// [Idempotency-Key]. A request with a non-empty value under this name,
 	// in any letter case, may be retried whatever its method. A response
@@ -148,6 +159,7 @@ type Transport struct {
 	auth    origins    // credential state, per origin
 	held    holds.Set  // hosts that asked to be held back, per origin
 	sampler logSampler // the Logger's groups of similar lines
+	watched watched    // the breakers and throttles whose changes the Logger gets
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over
@@ -215,6 +227,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Budget == nil && t.Budgets != nil {
 		p.Budget = t.Budgets.Get(c.origin())
 	}
+	t.guards(c, &p)
 	if t.OnDone != nil {
 		// Observed: keep what the loop reports, a panic included, for an
 		// OnDone that a panic leaves to the deferred call above. That also

@@ -181,7 +181,8 @@ func initCluster(bin string, settings []string) (*Server, error) {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chmod(dir, 0o755); err == nil {
+		err = os.Chmod(dir, 0o755)
+		if err == nil {
 			err = os.Chown(dir, uid, gid)
 		}
 		if err != nil {

@@ -25,12 +25,15 @@ import (
 )
 
 // Open opens a journal over one store. It may be called again once the
-// Journal it returned is closed, and must then see what was written.
+// Journal it returned is closed, and must then see what was written. For
+// an outbox.SharedJournal it may also be called while another is open, as
+// a second process would open the store.
 type Open func() (outbox.Journal, error)
 
 // Run runs the contract's tests as subtests of t. newStore is called once
 // per subtest, to make an empty store; the journals it opens are closed by
-// the tests.
+// the tests. When the journal is an outbox.SharedJournal, the subtests of
+// "Shared" check claims, leases and fencing too; otherwise "Shared" skips.
 func Run(t *testing.T, newStore func(t *testing.T) Open) {
 	tests := []struct {
 		name string
@@ -48,6 +51,19 @@ func Run(t *testing.T, newStore func(t *testing.T) Open) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, newStore(t)) })
 	}
+	t.Run("Shared", func(t *testing.T) {
+		open := newStore(t)
+		j, err := open()
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		_, shared := j.(outbox.SharedJournal)
+		j.Close()
+		if !shared {
+			t.Skip("not an outbox.SharedJournal")
+		}
+		runShared(t, newStore)
+	})
 }
 
 // Entry returns a pending entry with every field set, n making it unique.

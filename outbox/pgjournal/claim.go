@@ -1,0 +1,115 @@
+package pgjournal
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stormguard/retry/outbox"
+)
+
+// Claim leases due ops to c.Owner in one statement (UPDATE … WHERE id IN
+// (SELECT … FOR UPDATE SKIP LOCKED)): see [outbox.SharedJournal]. The
+// lease token is c.Owner, '#' and 64 random bits, new to each call.
+func (j *Journal) Claim(ctx context.Context, c outbox.ClaimRequest) ([]outbox.Entry, error) {
+	if err := j.check(); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Limit < 1:
+		return nil, fmt.Errorf("pgjournal: claim of %d ops (want at least 1)", c.Limit)
+	case !c.Until.After(c.Now):
+		return nil, errors.New("pgjournal: claim with a lease that ends before it starts")
+	case len(c.Kinds) == 0:
+		return nil, nil
+	}
+	token := c.Owner + "#" + rand.Text()[:13]
+	rows, err := j.pool.Query(ctx, j.sql.claim, token, c.Until, c.Now, c.Kinds, c.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: claim: %w", err)
+	}
+	es, ids, err := scanAll(rows)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: claim: %w", err)
+	}
+	// RETURNING keeps no order: sort as the subquery chose.
+	order := make([]int, len(es))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := es[a].Next.Compare(es[b].Next); c != 0 {
+			return c
+		}
+		return int(ids[a] - ids[b])
+	})
+	out := make([]outbox.Entry, len(es))
+	for i, k := range order {
+		out[i] = es[k]
+	}
+	return out, nil
+}
+
+// Renew extends the leases of held that still hold their op, in one
+// statement, and returns the keys of the others.
+func (j *Journal) Renew(ctx context.Context, held []outbox.Entry, until time.Time) (lost []string, err error) {
+	if err := j.check(); err != nil {
+		return nil, err
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	keys, leases := make([]string, len(held)), make([]string, len(held))
+	for i, e := range held {
+		keys[i], leases[i] = e.Op.Key, e.Lease
+	}
+	rows, err := j.pool.Query(ctx, j.sql.renew, keys, leases, until)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: renew: %w", err)
+	}
+	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: renew: %w", err)
+	}
+	for _, k := range keys {
+		if !slices.Contains(kept, k) {
+			lost = append(lost, k)
+		}
+	}
+	return lost, nil
+}
+
+// Release ends e's lease when it still holds the op.
+func (j *Journal) Release(ctx context.Context, e outbox.Entry) error {
+	if err := j.check(); err != nil {
+		return err
+	}
+	if e.Lease == "" {
+		return nil
+	}
+	if _, err := j.pool.Exec(ctx, j.sql.release, e.Op.Key, e.Lease); err != nil {
+		return fmt.Errorf("pgjournal: release: %w", err)
+	}
+	return nil
+}
+
+// Get returns the latest state of the ops among keys, in one statement.
+func (j *Journal) Get(ctx context.Context, keys []string) ([]outbox.Entry, error) {
+	if err := j.check(); err != nil {
+		return nil, err
+	}
+	rows, err := j.pool.Query(ctx, j.sql.get, keys)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: get: %w", err)
+	}
+	es, _, err := scanAll(rows)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: get: %w", err)
+	}
+	return es, nil
+}

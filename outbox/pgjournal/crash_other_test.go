@@ -1,0 +1,5 @@
+//go:build !linux
+
+package pgjournal_test
+
+func crashChild() bool { return false }

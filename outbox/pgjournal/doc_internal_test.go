@@ -1,0 +1,29 @@
+package pgjournal
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The package doc shows the table New creates: keep them the same.
+func TestDocShowsTheTable(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := newSQL("outbox_ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		shown = append(shown, strings.TrimPrefix(strings.TrimPrefix(line, "//"), "\t"))
+	}
+	text := strings.Join(shown, "\n")
+	want := strings.ReplaceAll(q.create, `"outbox_ops"`, "outbox_ops")
+	want = strings.ReplaceAll(want, `"outbox_ops_due"`, "outbox_ops_due")
+	if !strings.Contains(text, want) {
+		t.Errorf("doc.go does not show the table New creates:\n%s", want)
+	}
+}

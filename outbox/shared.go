@@ -1,0 +1,343 @@
+package outbox
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// SharedJournal is a [Journal] that many processes share, such as a table
+// in one PostgreSQL database (package outbox/pgjournal). An Outbox over a
+// SharedJournal does not load it: Run claims due ops, a few at a time,
+// each under a lease, polling every Options.PollInterval and at once after
+// an Enqueue in this process. A process that dies leaves its claims to
+// lapse; once the lease ends, another process claims the op and resumes it
+// under its key, with its attempt count and its next time as written.
+//
+// The contract, beyond Journal's (whose Load need not be cheap, since the
+// Outbox does not call it):
+//   - Add records an op with no lease.
+//   - Claim leases to c.Owner, until c.Until, at most c.Limit pending ops of
+//     c.Kinds whose Next is at or before c.Now and that no lease holds: never
+//     claimed, released, or whose lease ended at or before c.Now. It
+//     returns their latest state, earliest Next first, each with Lease set
+//     to a token that no other claim was or will be given. Ops that a
+//     concurrent Claim is taking are skipped, not waited for (in SQL, FOR
+//     UPDATE SKIP LOCKED), so that no op is given to two claims.
+//   - Update is fenced: it writes only when e.Lease is the op's lease (an
+//     empty e.Lease: the op has none), and otherwise changes nothing and
+//     returns an error matching [ErrLeaseLost], so that a process whose
+//     lease lapsed and was taken cannot write over the new owner's
+//     outcome. An Update that leaves the op Succeeded or Failed ends its
+//     lease.
+//   - Renew extends, to until, the lease of each entry of held whose Lease
+//     still holds its op, and returns the keys of those it no longer
+//     holds.
+//   - Release ends e's lease if e.Lease still holds the op, so that
+//     another process may claim it at once; a lease it no longer holds is
+//     not an error.
+//   - Get returns the latest state of the ops among keys that it holds, in
+//     any order. Run uses it, once per poll, for the ops enqueued here
+//     that another process may have finished, so that [Outbox.Wait] sees
+//     the outcome of an op wherever it ran.
+//
+// Times are the Outbox's clock readings: the clocks of the processes that
+// share a journal must agree to well within a lease.
+type SharedJournal interface {
+	Journal
+	Claim(ctx context.Context, c ClaimRequest) ([]Entry, error)
+	Renew(ctx context.Context, held []Entry, until time.Time) (lost []string, err error)
+	Release(ctx context.Context, e Entry) error
+	Get(ctx context.Context, keys []string) ([]Entry, error)
+}
+
+// ClaimRequest asks a [SharedJournal] for due ops.
+type ClaimRequest struct {
+	Owner string    // who claims: one name per Outbox, for the journal's records
+	Kinds []string  // only ops of these kinds (those with a handler)
+	Now   time.Time // ops due at or before Now; leases ended by Now have lapsed
+	Until time.Time // the end of the lease given
+	Limit int       // at most this many ops, at least 1
+}
+
+// ErrLeaseLost is matched by the error of a [SharedJournal]'s Update of an
+// op whose lease the caller no longer holds: it lapsed and another process
+// claimed the op, which is now that process's to run and record.
+var ErrLeaseLost = errors.New("outbox: the op's lease is held by another claim")
+
+// sharedRun is an Outbox's state for a SharedJournal.
+type sharedRun struct {
+	j     SharedJournal
+	owner string
+	poll  time.Duration
+	lease time.Duration
+}
+
+const (
+	defaultPollInterval = time.Second
+	defaultLease        = 30 * time.Second
+	minLease            = 10 * time.Millisecond // renewed each third: bounded load
+	minPollInterval     = time.Millisecond
+	releaseTimeout      = 5 * time.Second // a Release is a courtesy: bounded
+)
+
+func newSharedRun(j SharedJournal, opts Options) (*sharedRun, error) {
+	s := &sharedRun{j: j, poll: opts.PollInterval, lease: opts.Lease, owner: ownerName()}
+	switch {
+	case s.poll == 0:
+		s.poll = defaultPollInterval
+	case s.poll < minPollInterval:
+		return nil, fmt.Errorf("outbox: Options.PollInterval %v is under %v", s.poll, minPollInterval)
+	}
+	switch {
+	case s.lease == 0:
+		s.lease = defaultLease
+	case s.lease < minLease:
+		return nil, fmt.Errorf("outbox: Options.Lease %v is under %v", s.lease, minLease)
+	}
+	return s, nil
+}
+
+// ownerName names an Outbox in a shared journal's records: host, process
+// and a random part, since one process may run several Outboxes.
+func ownerName() string {
+	host, _ := os.Hostname()
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
+}
+
+// flight is an attempt that runShared started.
+type flight struct {
+	p      *item
+	cancel context.CancelFunc // cuts the attempt short when its lease is lost
+}
+
+// runShared is Run over a SharedJournal: it claims due ops instead of
+// taking them from the local heap, renews the leases of the attempts it
+// runs, and releases the lease of an op that stays pending.
+func (o *Outbox) runShared(ctx context.Context) error {
+	s := o.shared
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	inFlight := make(map[string]*flight, o.concurrency)
+	finished := make(chan string, o.concurrency) // never blocks: one per call
+	claimNow := true                             // a poll or a wake asks for a claim
+	more := false                                // the last claim was full: more may be due
+	var nextPoll, nextRenew time.Time
+	for ctx.Err() == nil {
+		o.mu.Lock()
+		for o.due.Len() > 0 {
+			heap.Pop(&o.due) // in the journal: a claim finds them
+		}
+		kinds := make([]string, 0, len(o.handlers))
+		for k := range o.handlers {
+			kinds = append(kinds, k)
+		}
+		o.mu.Unlock()
+
+		now := o.clock.Now()
+		if !now.Before(nextPoll) {
+			claimNow = true
+		}
+		free := o.concurrency - len(inFlight)
+		// After a full claim, claim again once half the slots are free, not
+		// one op at a time: a claim per op would be a statement per op.
+		if (claimNow || more && 2*free >= o.concurrency) && free > 0 && len(kinds) > 0 {
+			claimNow, more = false, false
+			limit := free
+			es, err := s.j.Claim(ctx, ClaimRequest{Owner: s.owner, Kinds: kinds, Now: now, Until: now.Add(s.lease), Limit: limit})
+			if err != nil {
+				if ctx.Err() == nil {
+					cancel(fmt.Errorf("outbox: claim: %w", err))
+				}
+				break
+			}
+			nextPoll = now.Add(s.poll)
+			more = len(es) == limit
+			if len(inFlight) == 0 {
+				nextRenew = now.Add(s.lease / 3)
+			}
+			for _, e := range es {
+				o.startShared(ctx, cancel, e, inFlight, finished)
+			}
+			if err := o.refresh(ctx, inFlight); err != nil {
+				if ctx.Err() == nil {
+					cancel(fmt.Errorf("outbox: refresh: %w", err))
+				}
+				break
+			}
+		}
+		if len(inFlight) > 0 && !now.Before(nextRenew) {
+			o.renew(ctx, inFlight, now)
+			nextRenew = now.Add(s.lease / 3)
+		}
+
+		wait := nextPoll.Sub(now)
+		if len(inFlight) > 0 {
+			wait = min(wait, nextRenew.Sub(now))
+		}
+		wait = max(wait, minPollInterval)
+		tctx, stop := o.clock.WithTimeout(context.Background(), wait)
+		select {
+		case <-ctx.Done():
+		case <-o.wake:
+			claimNow = true
+		case k := <-finished:
+			delete(inFlight, k)
+		case <-tctx.Done():
+		}
+		stop()
+	}
+	for len(inFlight) > 0 {
+		delete(inFlight, <-finished)
+	}
+	return context.Cause(ctx)
+}
+
+// startShared starts the attempt of a claimed op.
+func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, inFlight map[string]*flight, finished chan<- string) {
+	key := e.Op.Key
+	if _, busy := inFlight[key]; busy {
+		// Our own lease lapsed and we claimed the op again: the attempt
+		// running keeps it; give the new claim back.
+		o.shared.release(ctx, e)
+		return
+	}
+	o.mu.Lock()
+	p, known := o.ops[key]
+	if !known {
+		p = &item{index: -1, ageIndex: -1, durable: closedChan, out: newOutcome()}
+		if e.LastError != "" {
+			p.err = errors.New(e.LastError)
+		}
+		o.ops[key] = p
+	}
+	select {
+	case <-p.out.done: // finished here before, redriven elsewhere since
+		p.out = newOutcome()
+	default:
+	}
+	if p.index >= 0 {
+		heap.Remove(&o.due, p.index)
+	}
+	p.e = e
+	h := o.handlers[e.Op.Kind]
+	gen := o.callStarted(p) // for Stats (stats.go)
+	o.mu.Unlock()
+
+	actx, acancel := context.WithCancel(ctx)
+	inFlight[key] = &flight{p: p, cancel: acancel}
+	go func() {
+		defer func() { finished <- key }()
+		err := o.attempt(actx, p, h)
+		acancel()
+		o.mu.Lock()
+		if p.call == gen {
+			o.callEnded(p)
+		}
+		e := p.e
+		if e.State != Pending {
+			p.e.Lease = "" // the journal ended it
+		}
+		if !known {
+			// Claimed, not enqueued, here: nobody here waits for it, and
+			// another process may run its next attempt.
+			delete(o.ops, key)
+		}
+		o.mu.Unlock()
+		if e.State == Pending {
+			o.shared.release(ctx, e)
+		}
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			stopRun(err)
+		}
+	}()
+}
+
+// renew extends the leases of the attempts in flight, and cuts short those
+// whose lease another process has taken. A failed renewal is tried again
+// at the next tick: a lease that lapses meanwhile only lets another
+// process claim the op, and our write is then fenced off.
+func (o *Outbox) renew(ctx context.Context, inFlight map[string]*flight, now time.Time) {
+	held := make([]Entry, 0, len(inFlight))
+	o.mu.Lock()
+	for _, f := range inFlight {
+		held = append(held, f.p.e)
+	}
+	o.mu.Unlock()
+	lost, err := o.shared.j.Renew(ctx, held, now.Add(o.shared.lease))
+	if err != nil {
+		return
+	}
+	for _, k := range lost {
+		if f, ok := inFlight[k]; ok {
+			f.cancel()
+		}
+	}
+}
+
+// maxRefresh bounds the keys of one refresh: the ops waited for are
+// checked a slice at a time, the map's order varying between polls.
+const maxRefresh = 500
+
+// refresh finishes, here, the ops enqueued here that another process
+// finished, so that their Waits return.
+func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error {
+	var keys []string
+	o.mu.Lock()
+	for k, p := range o.ops {
+		if len(keys) == maxRefresh {
+			break
+		}
+		if _, busy := inFlight[k]; !busy && p.e.State == Pending && !p.redrive {
+			keys = append(keys, k)
+		}
+	}
+	o.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	es, err := o.shared.j.Get(ctx, keys)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, e := range es {
+		p, ok := o.ops[e.Op.Key]
+		if !ok || e.State == Pending || p.e.State != Pending || p.redrive {
+			continue
+		}
+		if _, busy := inFlight[e.Op.Key]; busy {
+			continue
+		}
+		e.Lease = ""
+		p.e = e
+		p.err = nil
+		if e.LastError != "" {
+			p.err = errors.New(e.LastError)
+		}
+		select {
+		case <-p.out.done:
+		default:
+			p.out.res = p.result()
+			o.unfinishedDone(p, e.State) // for Stats (stats.go)
+			close(p.out.done)
+		}
+	}
+	return nil
+}
+
+// release gives e's lease back, so that another process may claim the op
+// at once. Its failure only leaves the lease to lapse.
+func (s *sharedRun) release(ctx context.Context, e Entry) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	_ = s.j.Release(ctx, e)
+}

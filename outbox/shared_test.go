@@ -1,0 +1,315 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/outbox"
+	"github.com/stormguard/retry/outbox/journaltest"
+)
+
+// The fake keeps the contract that the runner tests below rely on.
+func TestMemSharedContract(t *testing.T) {
+	journaltest.Run(t, func(t *testing.T) journaltest.Open {
+		m := newMemShared()
+		return func() (outbox.Journal, error) { return m.handle(), nil }
+	})
+}
+
+// startRun runs o until the returned stop is called; stop returns Run's
+// error.
+func startRun(o *outbox.Outbox) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
+func newShared(t *testing.T, m *memShared, opts outbox.Options) *outbox.Outbox {
+	t.Helper()
+	o, err := outbox.New(m.handle(), opts)
+	require.NoError(t, err)
+	return o
+}
+
+// An Outbox over a SharedJournal claims ops as they fall due, including
+// those another process enqueued, and never loads the journal.
+func TestSharedClaimsInsteadOfLoading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		ctx := context.Background()
+		other := m.handle() // another process's enqueue
+		e, err := outbox.NewEntry(outbox.Op{Kind: "send", Payload: []byte("x")}, time.Now(), 0)
+		require.NoError(t, err)
+		require.NoError(t, other.Add(ctx, e))
+
+		o := newShared(t, m, outbox.Options{})
+		var calls atomic.Int32
+		o.Handle("send", func(ctx context.Context, op outbox.Op) error { calls.Add(1); return nil })
+		stop := startRun(o)
+		synctest.Wait()
+		assert.Equal(t, int32(1), calls.Load(), "handler calls")
+		assert.Equal(t, outbox.Succeeded, m.get(e.Op.Key).State)
+		assert.Empty(t, m.get(e.Op.Key).Lease, "a finished op holds no lease")
+		assert.ErrorIs(t, stop(), context.Canceled)
+		_, loads := m.counts()
+		assert.Zero(t, loads, "Load calls")
+	})
+}
+
+// Polling is bounded when idle (one Claim per PollInterval), and an
+// Enqueue in this process is claimed at once, without waiting for a poll.
+func TestSharedPollsBoundedAndEnqueueWakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		o := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		ran := make(chan time.Time, 1)
+		o.Handle("send", func(ctx context.Context, op outbox.Op) error { ran <- time.Now(); return nil })
+		stop := startRun(o)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		claims, _ := m.counts()
+		assert.InDelta(t, 601, claims, 1, "Claim calls in 10 idle minutes at a 1s poll")
+
+		time.Sleep(time.Second / 2) // between two polls
+		enqueued := time.Now()
+		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "send"})
+		require.NoError(t, err)
+		synctest.Wait()
+		select {
+		case at := <-ran:
+			assert.Equal(t, enqueued, at, "the op ran at its Enqueue's instant")
+		default:
+			t.Fatal("the op enqueued here did not run before the next poll")
+		}
+		assert.Equal(t, outbox.Succeeded, wait(t, o, key).State)
+		assert.ErrorIs(t, stop(), context.Canceled)
+	})
+}
+
+// Stopping Run mid-attempt leaves the op pending, its attempt given back,
+// and its lease released: another process claims it at once, not after
+// the lease.
+func TestSharedStopReleasesLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		a := newShared(t, m, outbox.Options{Lease: time.Hour})
+		started := make(chan struct{})
+		a.Handle("send", func(ctx context.Context, op outbox.Op) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		stopA := startRun(a)
+		key, err := a.Enqueue(context.Background(), outbox.Op{Kind: "send"})
+		require.NoError(t, err)
+		<-started
+		assert.ErrorIs(t, stopA(), context.Canceled)
+		e := m.get(key)
+		assert.Equal(t, outbox.Pending, e.State)
+		assert.Zero(t, e.Attempts, "the cut attempt is given back")
+		assert.Empty(t, e.Lease, "the lease is released")
+
+		b := newShared(t, m, outbox.Options{Lease: time.Hour})
+		done := make(chan string, 1)
+		b.Handle("send", func(ctx context.Context, op outbox.Op) error { done <- op.Key; return nil })
+		start := time.Now()
+		stopB := startRun(b)
+		assert.Equal(t, key, <-done, "the other process runs the same op, under its key")
+		assert.Less(t, time.Since(start), time.Hour, "claimed before the lease would have ended")
+		synctest.Wait()
+		assert.ErrorIs(t, stopB(), context.Canceled)
+	})
+}
+
+// A process that dies holding a lease (no Release) leaves the op to
+// another once the lease ends, with its attempt count as written.
+func TestSharedTakeoverAfterLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		ctx := context.Background()
+		dead := m.handle()
+		e, err := outbox.NewEntry(outbox.Op{Kind: "send"}, time.Now(), 0)
+		require.NoError(t, err)
+		require.NoError(t, dead.Add(ctx, e))
+		es, err := dead.Claim(ctx, outbox.ClaimRequest{Owner: "dead", Kinds: []string{"send"}, Now: time.Now(), Until: time.Now().Add(30 * time.Second), Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, es, 1)
+		es[0].Attempts = 1 // written before its call, then the process died
+		require.NoError(t, dead.Update(ctx, es[0]))
+		claimedAt := time.Now()
+
+		o := newShared(t, m, outbox.Options{PollInterval: time.Second, Lease: 30 * time.Second})
+		var got outbox.Op
+		var at time.Time
+		o.Handle("send", func(ctx context.Context, op outbox.Op) error { got, at = op, time.Now(); return nil })
+		stop := startRun(o)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, e.Op.Key, got.Key, "resumed under its key")
+		assert.GreaterOrEqual(t, at.Sub(claimedAt), 30*time.Second, "not before the dead lease ended")
+		assert.Equal(t, 2, m.get(e.Op.Key).Attempts, "attempts counted across processes")
+		assert.ErrorIs(t, stop(), context.Canceled)
+	})
+}
+
+// A process whose lease another has taken learns it at its next renewal:
+// its attempt is cut short, its write is fenced off (the new owner's state
+// stands), and its Run goes on.
+func TestSharedLostLeaseIsFenced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		o := newShared(t, m, outbox.Options{Lease: 30 * time.Second})
+		started := make(chan struct{}, 1)
+		cut := make(chan error, 1)
+		o.Handle("send", func(ctx context.Context, op outbox.Op) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			cut <- ctx.Err()
+			return ctx.Err()
+		})
+		stop := startRun(o)
+		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "send"})
+		require.NoError(t, err)
+		<-started
+		m.steal(key)
+		time.Sleep(10 * time.Second) // the renewal, at a third of the lease
+		synctest.Wait()
+		select {
+		case err := <-cut:
+			assert.ErrorIs(t, err, context.Canceled)
+		default:
+			t.Fatal("the attempt whose lease was taken was not cut short")
+		}
+		e := m.get(key)
+		assert.Equal(t, "thief#1", e.Lease, "the new owner keeps the lease")
+		assert.Equal(t, 1, e.Attempts, "the stale process did not write its given-back count")
+
+		// Run goes on: a new op still runs.
+		o.Handle("other", func(ctx context.Context, op outbox.Op) error { return nil })
+		k2, err := o.Enqueue(context.Background(), outbox.Op{Kind: "other"})
+		require.NoError(t, err)
+		assert.Equal(t, outbox.Succeeded, wait(t, o, k2).State)
+		assert.ErrorIs(t, stop(), context.Canceled)
+	})
+}
+
+// MaxAttempts counts calls across processes, and the next attempt's time
+// is the one written: a restart neither resets nor skips the backoff.
+func TestSharedAttemptsAndBackoffAcrossProcesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		policy := retry.Policy{MaxAttempts: 3, BaseBackoff: time.Minute, MaxBackoff: time.Minute, Jitter: retry.NoJitter}
+		var calls atomic.Int32
+		boom := func(ctx context.Context, op outbox.Op) error { calls.Add(1); return errors.New("503") }
+
+		a := newShared(t, m, outbox.Options{Policy: policy, PollInterval: time.Second})
+		a.Handle("send", boom)
+		stopA := startRun(a)
+		key, err := a.Enqueue(context.Background(), outbox.Op{Kind: "send"})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, int32(1), calls.Load())
+		next := m.get(key).Next
+		assert.ErrorIs(t, stopA(), context.Canceled)
+
+		b := newShared(t, m, outbox.Options{Policy: policy, PollInterval: time.Second})
+		var times []time.Time
+		var mu sync.Mutex
+		b.Handle("send", func(ctx context.Context, op outbox.Op) error {
+			mu.Lock()
+			times = append(times, time.Now())
+			mu.Unlock()
+			return boom(ctx, op)
+		})
+		stopB := startRun(b)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(3), calls.Load(), "handler calls by both processes")
+		e := m.get(key)
+		assert.Equal(t, outbox.Failed, e.State)
+		assert.Equal(t, "attempts used up", e.Reason)
+		require.NotEmpty(t, times)
+		assert.False(t, times[0].Before(next), "the second attempt waited for the written Next %v (ran %v)", next, times[0])
+		assert.ErrorIs(t, stopB(), context.Canceled)
+	})
+}
+
+// Two processes share the ops: each runs once.
+func TestSharedTwoProcessesRunEachOpOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		var mu sync.Mutex
+		runs := map[string]int{}
+		var stops []func() error
+		var outs []*outbox.Outbox
+		for range 2 {
+			o := newShared(t, m, outbox.Options{Concurrency: 4, PollInterval: 10 * time.Millisecond})
+			o.Handle("send", func(ctx context.Context, op outbox.Op) error {
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				runs[op.Key]++
+				mu.Unlock()
+				return nil
+			})
+			outs = append(outs, o)
+			stops = append(stops, startRun(o))
+		}
+		for i := range 100 {
+			_, err := outs[i%2].Enqueue(context.Background(), outbox.Op{Kind: "send"})
+			require.NoError(t, err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, runs, 100)
+		for k, n := range runs {
+			assert.Equal(t, 1, n, "runs of %s", k)
+		}
+		for _, stop := range stops {
+			assert.ErrorIs(t, stop(), context.Canceled)
+		}
+	})
+}
+
+func TestSharedBadOptions(t *testing.T) {
+	m := newMemShared()
+	for _, opts := range []outbox.Options{{PollInterval: -time.Second}, {PollInterval: time.Microsecond}, {Lease: -1}, {Lease: time.Millisecond}} {
+		_, err := outbox.New(m.handle(), opts)
+		assert.Error(t, err, "New(%+v)", opts)
+	}
+}
+
+// Wait returns the outcome of an op enqueued here and run by another
+// process.
+func TestSharedWaitSeesAnotherProcessFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		a := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		b := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		b.Handle("send", func(ctx context.Context, op outbox.Op) error { return retry.Permanent(errors.New("declined")) })
+		stopB := startRun(b)
+		a.Handle("mail", func(ctx context.Context, op outbox.Op) error { return nil }) // a runs no "send"
+		stopA := startRun(a)
+		key, err := a.Enqueue(context.Background(), outbox.Op{Kind: "send"})
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := a.Wait(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, outbox.Failed, r.State)
+		assert.Equal(t, 1, r.Attempts)
+		assert.ErrorContains(t, r.Err, "declined")
+		assert.ErrorIs(t, stopA(), context.Canceled)
+		assert.ErrorIs(t, stopB(), context.Canceled)
+	})
+}

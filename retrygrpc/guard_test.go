@@ -1,0 +1,180 @@
+package retrygrpc_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/retrygrpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// dialTarget is dial for a ClientConn whose target is target, so that a
+// test can tell two services apart.
+func dialTarget(t *testing.T, srv *server, target string, opts ...grpc.DialOption) testgrpc.TestServiceClient {
+	t.Helper()
+	buf := bufconn.Listen(1 << 16)
+	s := grpc.NewServer(grpc.WaitForHandlers(true))
+	testgrpc.RegisterTestServiceServer(s, srv)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(buf)
+	}()
+	opts = append([]grpc.DialOption{
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}, opts...)
+	cc, err := grpc.NewClient(target, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cc.Close()
+		s.Stop()
+		<-served
+	})
+	return testgrpc.NewTestServiceClient(cc)
+}
+
+// WithBreakers gives each target its own breaker, on the bubble's fake
+// clock: the target that is down fails fast with UNAVAILABLE, an outer
+// retry.Do does not retry the refusal, the other target is untouched, and
+// the breaker is half-open on time and closes on its probe.
+func TestWithBreakersPerTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		require.NoError(t, err)
+		opt := withRetry(fast(), retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithBreakers(bs))
+		downSrv := newServer(fail(codes.Unavailable), fail(codes.Unavailable), fail(codes.Unavailable),
+			fail(codes.Unavailable), fail(codes.Unavailable), fail(codes.Unavailable), fail(codes.Unavailable),
+			fail(codes.Unavailable), reply{})
+		down := dialTarget(t, downSrv, "passthrough:///down", opt)
+		up := dialTarget(t, newServer(reply{}), "passthrough:///up", opt)
+		for range 2 {
+			_, err := unary(t.Context(), down, "x")
+			require.Equal(t, codes.Unavailable, status.Code(err))
+		}
+		br := bs.Get("passthrough:///down")
+		require.Equal(t, retry.BreakerOpen, br.State())
+		sent := len(downSrv.seen())
+		require.Equal(t, 8, sent, "2 calls of 4 attempts")
+
+		outer := 0
+		_, err = retry.Do(t.Context(), func(ctx context.Context) error {
+			outer++
+			_, err := unary(ctx, down, "x")
+			return err
+		}, fast())
+		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, 1, outer, "the outer Do retried a breaker's refusal")
+		assert.Len(t, downSrv.seen(), sent, "a refused call reaches no server")
+
+		_, err = unary(t.Context(), up, "x")
+		require.NoError(t, err, "the other target's breaker is its own")
+		assert.Equal(t, retry.BreakerClosed, bs.Get("passthrough:///up").State())
+
+		time.Sleep(10 * time.Second)
+		assert.Equal(t, retry.BreakerHalfOpen, br.State(), "on time")
+		_, err = unary(t.Context(), down, "x")
+		require.NoError(t, err)
+		assert.Len(t, downSrv.seen(), sent+1, "one probe")
+		assert.Equal(t, retry.BreakerClosed, br.State())
+	})
+}
+
+// WithThrottles sheds the calls to the target that rejects them, and only
+// those.
+func TestWithThrottlesPerTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts, err := retry.NewThrottles(retry.ThrottleOptions{}, 10)
+		require.NoError(t, err)
+		p := fast()
+		p.MaxAttempts = 1
+		opt := withRetry(p, retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithThrottles(ts))
+		downSrv := newServer(fail(codes.Unavailable))
+		down := dialTarget(t, downSrv, "passthrough:///down", opt)
+		up := dialTarget(t, newServer(reply{}), "passthrough:///up", opt)
+		var downShed, upShed int
+		for range 200 {
+			if _, err := unary(t.Context(), down, "x"); errors.Is(err, retry.ErrThrottled) {
+				downShed++
+				assert.Equal(t, codes.Unavailable, status.Code(err))
+			}
+			if _, err := unary(t.Context(), up, "x"); errors.Is(err, retry.ErrThrottled) {
+				upShed++
+			}
+		}
+		assert.Greater(t, downShed, 100)
+		assert.Equal(t, 200-downShed, len(downSrv.seen()), "a shed call is not sent")
+		assert.Zero(t, upShed)
+	})
+}
+
+// A call hedged by the service config's hedgingPolicy goes through the
+// target's breaker as one call, and a half-open breaker's probe sends no
+// hedge: the slow probe's hedgingDelay passes, and no second copy goes.
+func TestHedgingPolicyNeverTakesAProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHedgeServer(
+			copyReply{code: codes.Unavailable},
+			copyReply{code: codes.Unavailable},
+			copyReply{after: time.Second}, // the probe: slow, then OK
+		)
+		srv.byArrival = true
+		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		require.NoError(t, err)
+		c := dialHedged(t, srv, hedgingConfig(t, 2, "0.1s", []string{"UNAVAILABLE"}, ""),
+			retrygrpc.WithAllIdempotent(), retrygrpc.WithBreakers(bs))
+		_, err = callHedged(t.Context(), c)
+		require.Equal(t, codes.Unavailable, status.Code(err))
+		require.Len(t, srv.copies(), 2)
+		var br *retry.Breaker
+		for _, b := range bs.All() {
+			br = b
+		}
+		require.NotNil(t, br)
+		require.Equal(t, retry.BreakerOpen, br.State(), "the race counted as one failed call")
+
+		_, err = callHedged(t.Context(), c)
+		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+		assert.Len(t, srv.copies(), 2, "an open breaker sends no copy")
+
+		time.Sleep(10 * time.Second)
+		require.Equal(t, retry.BreakerHalfOpen, br.State())
+		_, err = callHedged(t.Context(), c)
+		require.NoError(t, err)
+		assert.Len(t, srv.copies(), 3, "the probe, and no hedge")
+		assert.Equal(t, retry.BreakerClosed, br.State())
+	})
+}
+
+// A method not marked idempotent is never retried, but its UNAVAILABLEs
+// are the service failing: they open its target's breaker.
+func TestWithBreakersCountFailuresOfCallsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 10)
+		require.NoError(t, err)
+		srv := newServer(fail(codes.Unavailable))
+		c := dialTarget(t, srv, "passthrough:///down", withRetry(fast(), retrygrpc.WithBreakers(bs)))
+		for range 2 {
+			_, err := unary(t.Context(), c, "x")
+			require.Equal(t, codes.Unavailable, status.Code(err))
+		}
+		assert.Len(t, srv.seen(), 2, "one attempt each")
+		assert.Equal(t, retry.BreakerOpen, bs.Get("passthrough:///down").State())
+		_, err = unary(t.Context(), c, "x")
+		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
+		assert.Len(t, srv.seen(), 2)
+	})
+}
