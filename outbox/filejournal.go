@@ -20,10 +20,8 @@ import (
 // Each Add and Update appends one record (framed as the package doc says)
 // and returns once the file is fsync'd. Calls made at the same time share
 // one write and one fsync (group commit): a caller that arrives while a
-// write runs waits for it, then the next write carries every record that
-// arrived meanwhile. Writes go one at a time, in order; the sync of one
-// batch may overlap the write and sync of the next (up to four syncs at
-// once), and a batch reports success only after every batch before it.
+// sync runs waits for it, then the next sync carries every record that
+// arrived meanwhile.
 //
 // On Linux the file's blocks are reserved ahead of its records, 4 MiB at
 // a time (fallocate), so that a sync flushes data and no metadata. A crash
@@ -53,7 +51,7 @@ type FileJournal struct {
 	unlock func() error
 
 	mu       sync.Mutex
-	flushed  *sync.Cond // signaled when a sync ends
+	flushed  *sync.Cond // signaled when a flush ends
 	f        *os.File
 	size     int64 // bytes of records in the file
 	alloc    int64 // the file's length: size, then a zero tail reserved ahead
@@ -65,13 +63,9 @@ type FileJournal struct {
 	buf      []byte // records not yet written
 	spare    []byte
 	cur      *batch // the batch buf belongs to
-	last     *batch // the last batch written, until its sync ends
-	writing  bool   // a leader is writing a batch
-	syncs    int    // syncs under way
-	// compacting is set while the file is rewritten (with mu held).
-	compacting bool
-	err        error // sticky: set when a write or sync failed
-	closed     bool
+	flushing bool
+	err      error // sticky: set when a write or sync failed
+	closed   bool
 }
 
 type fileEntry struct {
@@ -297,13 +291,11 @@ func compareSeq(a, b uint64) int {
 }
 
 // commit runs add under j.mu, which appends records to j.buf, then returns
-// once they are durable. A caller that finds no write running (and fewer
-// than maxSyncs syncs) becomes the leader: it writes every record appended
-// so far, its own among them, and syncs them. Callers that arrive
-// meanwhile wait for their batch; as soon as the write ends, one of them
-// may lead the next batch's write and sync while the first sync still
-// runs, since a disk serves overlapping syncs faster than one after the
-// other. A batch reports success only after every batch before it did.
+// once they are durable. A caller that finds no flush running becomes the
+// leader: it writes and syncs every record appended so far, its own among
+// them. Callers that arrive meanwhile wait for their batch; when a flush
+// ends, one of the next batch's callers leads its flush. So a caller waits
+// for at most the flush under way and its own.
 func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -326,103 +318,66 @@ func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 		j.cur = &batch{done: make(chan struct{}), lead: make(chan struct{})}
 	}
 	b := j.cur
-	for {
-		if j.cur == b && j.canLead() {
-			j.flush()
-			break
-		}
-		if j.cur != b { // another caller of b leads it
-			break
-		}
-		lead := b.lead
+	if !j.flushing {
+		j.flush()
 		j.mu.Unlock()
-		select {
-		case <-b.done: // bounded: the flushes under way, then b's
-			return b.err
-		case <-lead:
-		}
-		j.mu.Lock()
-		if j.cur == b && !j.canLead() && b.lead == lead { // woken, but the lead was taken back
-			b.lead = make(chan struct{})
-		}
+		return b.err
+	}
+	j.mu.Unlock()
+	select {
+	case <-b.done: // bounded: the flush under way, then b's
+		return b.err
+	case <-b.lead:
+	}
+	j.mu.Lock()
+	if j.cur == b && !j.flushing && !j.closed { // no other caller of b took the lead
+		j.flush()
 	}
 	j.mu.Unlock()
 	<-b.done
 	return b.err
 }
 
-// maxSyncs is how many syncs may overlap. On this kind of disk two to four
-// overlapping fdatasyncs complete 1.4 to 2 times as many per second as one
-// at a time; more only queue.
-const maxSyncs = 4
-
-// canLead reports whether a caller may write the current batch now.
-func (j *FileJournal) canLead() bool {
-	return !j.writing && j.syncs < maxSyncs && !j.compacting && !j.closed
-}
-
-// handOff wakes the callers of the current batch, if one of them may lead.
-func (j *FileJournal) handOff() {
-	if j.cur != nil && j.canLead() {
-		select {
-		case <-j.cur.lead:
-		default:
-			close(j.cur.lead)
-		}
-	}
-}
-
-// flush writes the current batch and syncs it, with j.mu held on entry and
-// on return but not during the write and the sync. The file's writes are
-// one at a time and in order; their syncs may overlap, and each covers
-// every write before it, so a batch is durable once its own sync returns.
+// flush writes and syncs the current batch, with j.mu held on entry and on
+// return but not during the write, then hands the lead to the next batch.
 func (j *FileJournal) flush() {
-	j.writing = true
-	buf, b, at, prev := j.buf, j.cur, j.size, j.last
-	j.buf, j.cur, j.last = j.spare[:0], nil, b
-	j.size += int64(len(buf))
+	j.flushing = true
+	buf, b, at := j.buf, j.cur, j.size
+	j.buf, j.cur = j.spare[:0], nil
 	j.mu.Unlock()
 	err := j.write(buf, at)
 	j.mu.Lock()
-	j.spare, j.writing = buf, false
-	j.syncs++
-	j.handOff()
-	j.mu.Unlock()
-	if err == nil {
-		err = syncData(j.f)
-	}
-	if prev != nil {
-		<-prev.done // so that a batch never reports success before one before it
-	}
-	j.mu.Lock()
-	j.syncs--
+	j.spare = buf
 	if err != nil && j.err == nil {
 		j.err = fmt.Errorf("outbox: journal write failed, reopen it to recover: %w", err)
 	}
+	if err == nil {
+		j.size += int64(len(buf))
+	}
 	b.err = j.err
 	close(b.done)
-	if j.last == b {
-		j.last = nil
-	}
-	if j.err == nil && !j.writing && j.syncs == 0 && !j.closed && j.size >= j.compact && j.size >= 2*j.live {
-		j.compacting = true // the file is idle: no write, no sync
+	if j.err == nil && j.size >= j.compact && j.size >= 2*j.live {
 		if err := j.compactLocked(); err != nil {
 			j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
 		}
-		j.compacting = false
 	}
-	j.handOff()
+	j.flushing = false
+	if j.cur != nil {
+		close(j.cur.lead)
+	}
 	j.flushed.Broadcast()
 }
 
-// write writes buf at offset at, after the last record. Only the leader
-// calls it, one at a time.
+// write writes buf at offset at, after the last record, and syncs it.
+// Only the leader calls it.
 func (j *FileJournal) write(buf []byte, at int64) error {
 	if err := j.reserve(at + int64(len(buf))); err != nil {
 		return err
 	}
-	_, err := j.f.WriteAt(buf, at)
-	return err
+	if _, err := j.f.WriteAt(buf, at); err != nil {
+		return err
+	}
+	return syncData(j.f)
 }
 
 // Close waits for a write under way, then closes the file and releases its
@@ -434,7 +389,7 @@ func (j *FileJournal) Close() error {
 		return nil
 	}
 	j.closed = true
-	for j.writing || j.syncs > 0 {
+	for j.flushing {
 		j.flushed.Wait()
 	}
 	if j.cur != nil { // appended after the last flush: never durable
