@@ -53,8 +53,19 @@ func (j *FileJournal) compactLocked() error {
 		os.Remove(tmp)
 		return err
 	}
-	if _, err := f.Write(buf); err != nil {
+	if _, err := f.WriteAt(buf, 0); err != nil {
 		return fail(err)
+	}
+	alloc := int64(len(buf))
+	if j.prealloc {
+		to := (alloc/preallocChunk + 1) * preallocChunk
+		ok, err := preallocate(f, alloc, to)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			alloc = to
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
@@ -69,7 +80,7 @@ func (j *FileJournal) compactLocked() error {
 	}
 	old := j.f
 	j.f = f
-	j.size = int64(len(buf))
+	j.size, j.alloc = int64(len(buf)), alloc
 	j.swapLock(unlock)
 	old.Close()
 	return nil

@@ -20,8 +20,11 @@
 // with the Policy's Jitter and written, so that a restart neither resets
 // the backoff nor brings a fleet back as one herd. An op past its NotAfter
 // (24h after Enqueue by default) or out of attempts is recorded as failed
-// with its last error: a dead letter. An op that finished never runs
-// again. Stopping Run leaves the op it was running pending.
+// with its last error and its retry.Trace: a dead letter, listed by
+// [Outbox.DeadLetters] and run again by [Outbox.Redrive]. An op that
+// finished never runs again by itself. Stopping Run leaves the op it was
+// running pending. [Outbox.Stats] counts the ops pending, running and
+// failed, for a debug page or a metrics gauge.
 //
 // # The file journal
 //

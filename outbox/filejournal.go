@@ -23,6 +23,11 @@ import (
 // sync runs waits for it, then the next sync carries every record that
 // arrived meanwhile.
 //
+// On Linux the file's blocks are reserved ahead of its records, 4 MiB at
+// a time (fallocate), so that a sync flushes data and no metadata. A crash
+// leaves that reserved tail as zeros, which recovery reads as the end (a
+// zero length), as it reads a torn record; Close trims it.
+//
 // OpenFile replays the file. A crash mid-append leaves a torn last record:
 // its length, checksum or fields do not hold, so recovery keeps every
 // record before it (every record whose Add or Update returned) and cuts
@@ -48,7 +53,9 @@ type FileJournal struct {
 	mu       sync.Mutex
 	flushed  *sync.Cond // signaled when a flush ends
 	f        *os.File
-	size     int64 // bytes in the file
+	size     int64 // bytes of records in the file
+	alloc    int64 // the file's length: size, then a zero tail reserved ahead
+	prealloc bool  // whether the file system lets us reserve (preallocate)
 	live     int64 // about what a compacted file would take
 	compact  int64 // least size at which to compact
 	entries  map[string]*fileEntry
@@ -70,7 +77,7 @@ type fileEntry struct {
 // liveSize estimates the size of e's record in a compacted file: its
 // strings plus a bound on its varints.
 func liveSize(e *Entry) int64 {
-	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError)
+	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError) + 40*min(e.Trace.Attempts(), maxKept)
 	if e.State != Succeeded { // compaction drops a succeeded op's payload
 		n += len(e.Op.Payload)
 	}
@@ -87,6 +94,11 @@ type batch struct {
 // minCompact is the least size at which a journal is compacted.
 const minCompact = 1 << 20
 
+// preallocChunk is how far ahead of its records the file's blocks are
+// reserved (see [FileJournal]): a sync into reserved space flushes no
+// metadata, and the reservation itself is made once per chunk.
+const preallocChunk = 4 << 20
+
 // OpenFile opens the journal at path, creating it when missing, and
 // recovers what it holds (see [FileJournal]). It fails with an error
 // matching [ErrLocked] if the journal is open elsewhere.
@@ -100,7 +112,7 @@ func OpenFile(path string) (*FileJournal, error) {
 		f.Close()
 		return nil, err
 	}
-	j := &FileJournal{path: path, unlock: unlock, f: f, entries: make(map[string]*fileEntry)}
+	j := &FileJournal{path: path, unlock: unlock, f: f, entries: make(map[string]*fileEntry), prealloc: true}
 	j.flushed = sync.NewCond(&j.mu)
 	if err := j.recover(); err != nil {
 		f.Close()
@@ -156,6 +168,10 @@ func (j *FileJournal) recover() error {
 	if err != nil {
 		return fmt.Errorf("outbox: read journal: %w", err)
 	}
+	// Whatever follows the last good record goes: a torn record, the zero
+	// tail a crash left reserved, and any record written after the tear but
+	// never made durable, which must not come back once later appends
+	// reach it. The space reserved afresh reads as zeros.
 	if st.Size() != good {
 		if err := j.f.Truncate(good); err != nil {
 			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
@@ -164,10 +180,29 @@ func (j *FileJournal) recover() error {
 			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
 		}
 	}
-	if _, err := j.f.Seek(good, io.SeekStart); err != nil {
-		return fmt.Errorf("outbox: read journal: %w", err)
+	j.size, j.alloc = good, good
+	if err := j.reserve(good); err != nil {
+		return fmt.Errorf("outbox: reserve journal space: %w", err)
 	}
-	j.size = good
+	return nil
+}
+
+// reserve makes sure the file's blocks are reserved past need, a chunk
+// at a time. Only the flush leader (or OpenFile) calls it.
+func (j *FileJournal) reserve(need int64) error {
+	if !j.prealloc || need < j.alloc {
+		return nil
+	}
+	to := (need/preallocChunk + 1) * preallocChunk
+	ok, err := preallocate(j.f, j.alloc, to)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		j.prealloc = false
+		return nil
+	}
+	j.alloc = to
 	return nil
 }
 
@@ -307,10 +342,10 @@ func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 // return but not during the write, then hands the lead to the next batch.
 func (j *FileJournal) flush() {
 	j.flushing = true
-	buf, b := j.buf, j.cur
+	buf, b, at := j.buf, j.cur, j.size
 	j.buf, j.cur = j.spare[:0], nil
 	j.mu.Unlock()
-	err := j.write(buf)
+	err := j.write(buf, at)
 	j.mu.Lock()
 	j.spare = buf
 	if err != nil && j.err == nil {
@@ -333,9 +368,13 @@ func (j *FileJournal) flush() {
 	j.flushed.Broadcast()
 }
 
-// write appends buf to the file and syncs it. Only the leader calls it.
-func (j *FileJournal) write(buf []byte) error {
-	if _, err := j.f.Write(buf); err != nil {
+// write writes buf at offset at, after the last record, and syncs it.
+// Only the leader calls it.
+func (j *FileJournal) write(buf []byte, at int64) error {
+	if err := j.reserve(at + int64(len(buf))); err != nil {
+		return err
+	}
+	if _, err := j.f.WriteAt(buf, at); err != nil {
 		return err
 	}
 	return syncData(j.f)
@@ -358,7 +397,11 @@ func (j *FileJournal) Close() error {
 		close(j.cur.done)
 		j.cur = nil
 	}
-	err := j.f.Close()
+	var err error
+	if j.alloc > j.size { // leave no zero tail behind a clean close
+		err = j.f.Truncate(j.size)
+	}
+	err = errors.Join(err, j.f.Close())
 	return errors.Join(err, j.unlock())
 }
 

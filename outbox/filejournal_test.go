@@ -146,6 +146,58 @@ func TestFileJournalTornTail(t *testing.T) {
 	}
 }
 
+// A crash leaves the space the journal reserved ahead as a zero tail, a
+// torn record may sit before it, and a record written after the tear but
+// never synced may sit beyond: recovery keeps every good record, stops at
+// the zeros or the tear, and later appends never bring the stray record
+// back, however far they reach.
+func TestFileJournalZeroTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal")
+	j := openJournal(t, path)
+	want := []outbox.Entry{entry("a", 1), entry("b", 2)}
+	for _, e := range want {
+		require.NoError(t, j.Add(ctx, e))
+	}
+	before := outbox.Size(j)
+	require.NoError(t, j.Add(ctx, entry("c", 3)))
+	mid := outbox.Size(j)
+	require.NoError(t, j.Add(ctx, entry("stray", 9)))
+	require.NoError(t, j.Close())
+	full, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(full)), outbox.Size(j), "a clean Close leaves no zero tail")
+	stray := full[mid:]
+
+	for _, cut := range []int64{before, before + 1, before + 9, mid - 12} {
+		require.NotEqual(t, make([]byte, mid-cut), full[cut:mid], "the cut zeroes some of c")
+		img := append([]byte(nil), full[:cut]...)
+		img = append(img, make([]byte, mid-cut)...) // the torn rest of c reads as zeros
+		img = append(img, stray...)                 // a record never synced
+		img = append(img, make([]byte, 64<<10)...)  // the reserved tail
+		p := filepath.Join(dir, fmt.Sprintf("zero-%d", cut))
+		require.NoError(t, os.WriteFile(p, img, 0o600))
+		j, err := outbox.OpenFile(p)
+		require.NoError(t, err, "cut at %d", cut)
+		sameEntries(t, want, load(t, j))
+		require.Equal(t, before, outbox.Size(j), "cut at %d", cut)
+		// Appends fill the space where c and the stray record were.
+		for i := range 4 {
+			require.NoError(t, j.Add(ctx, entry(fmt.Sprintf("d%d", i), 4+i)), "cut at %d", cut)
+		}
+		require.NoError(t, j.Close())
+		j = openJournal(t, p)
+		got := load(t, j)
+		require.Len(t, got, 6, "cut at %d: the stray record stays gone", cut)
+		for _, e := range got {
+			assert.NotEqual(t, "stray", e.Op.Key, "cut at %d", cut)
+		}
+		require.NoError(t, j.Close())
+	}
+}
+
 // A flipped bit in the last record fails its checksum: the record is dropped.
 func TestFileJournalBadChecksum(t *testing.T) {
 	t.Parallel()
@@ -242,17 +294,20 @@ func TestFileJournalNoCompactionOfLiveOps(t *testing.T) {
 	after, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(before, after), "the file was not replaced")
-	// Updates make it twice what its ops need: then it is.
+	// Updates make it twice what its ops need: then it is. (The journal's
+	// size drops then; a file's identity cannot tell, since a file system
+	// may give the second compaction's file the first file's inode.)
+	compacted := false
 	for n := 1; n <= 6; n++ {
 		for i := range 200 {
 			e := entry(fmt.Sprintf("k%d", i), i)
 			e.Attempts = n
+			size := outbox.Size(j)
 			require.NoError(t, j.Update(ctx, e))
+			compacted = compacted || outbox.Size(j) < size
 		}
 	}
-	after, err = os.Stat(path)
-	require.NoError(t, err)
-	assert.False(t, os.SameFile(before, after), "the file was compacted (size %d, live %d)", outbox.Size(j), outbox.Live(j))
+	assert.True(t, compacted, "the file was compacted (size %d, live %d)", outbox.Size(j), outbox.Live(j))
 	assert.Len(t, load(t, j), 200)
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"time"
+
+	"github.com/stormguard/retry"
 )
 
 // Op is one durable intent: a call that must happen once, even if the
@@ -96,6 +98,17 @@ type Entry struct {
 	// that a dead letter can be inspected. Like Payload, it is written to
 	// the journal: the journal is as sensitive as the ops it holds.
 	LastError string
+	// Trace is the op's attempts across every process and re-drive, as
+	// retry.Do keeps them (the first 32 and the last 32), with why it
+	// stopped: StopSuccess, StopNotRetryable (a permanent error),
+	// StopExhausted (attempts used up), StopDeadline (NotAfter passed), or
+	// StopNone while the op is pending. Each attempt has its Number, the
+	// Wait drawn before it, its Start, its Duration and the Classifier's
+	// Reason; never its error (Err is nil), so a Trace holds no secret.
+	// An attempt whose outcome was never written (its process died) has
+	// the Reason "no outcome recorded".
+	Trace retry.Trace
+
 	// Lease is the claim a [SharedJournal] holds the op under, set by its
 	// Claim and passed back by the Outbox on each Update, so that a process
 	// whose lease another took cannot write over the new owner. It is empty

@@ -6,9 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/stormguard/retry"
 )
@@ -87,18 +87,30 @@ type Outbox struct {
 	wake     chan struct{}
 	running  bool
 
+	// Counts for Stats, kept as ops move.
+	unfinished int     // pending or running
+	inCall     int     // running: attempts under way
+	inCallOwn  int     // of them, of ops counted in unfinished
+	failed     int     // dead letters
+	byAge      ageHeap // the unfinished ops, oldest first
+
 	shared *sharedRun // set when j is a SharedJournal (shared.go)
 }
 
 // item is the Outbox's state of one op.
 type item struct {
-	e       Entry
-	index   int           // in the heap; -1 when not there
-	durable chan struct{} // closed once Add returned
-	addErr  error
-	out     *outcome // replaced by Redrive
-	err     error    // the last attempt's error, in this process
-	redrive bool     // a Redrive is writing
+	e        Entry
+	index    int           // in the heap; -1 when not there
+	ageIndex int           // in byAge; -1 when not there
+	durable  chan struct{} // closed once Add returned
+	addErr   error
+	out      *outcome // replaced by Redrive
+	err      error    // the last attempt's error, in this process
+	redrive  bool     // a Redrive is writing
+	inCall   bool     // counted as running, see callStarted
+	// inCallOwn, counted and dead say where Stats counts the op.
+	inCallOwn, counted, dead bool
+	call                     uint64 // calls started, see callStarted
 }
 
 // outcome is one run of an op to its end, for Wait.
@@ -185,14 +197,20 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: load journal: %w", err)
 	}
 	for _, e := range entries {
-		p := &item{e: e, index: -1, durable: closedChan, out: newOutcome()}
+		p := &item{e: e, index: -1, ageIndex: -1, durable: closedChan, out: newOutcome()}
 		if e.LastError != "" {
 			p.err = errors.New(e.LastError)
 		}
 		o.ops[e.Op.Key] = p
-		if e.State == Pending {
+		switch e.State {
+		case Pending:
 			heap.Push(&o.due, p)
-		} else {
+			o.unfinishedAdd(p)
+		case Failed:
+			p.dead = true
+			o.failed++
+		}
+		if e.State != Pending {
 			p.out.res = p.result()
 			close(p.out.done)
 		}
@@ -261,7 +279,7 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 		}
 		return op.Key, nil
 	}
-	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, durable: make(chan struct{}), out: newOutcome()}
+	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, ageIndex: -1, durable: make(chan struct{}), out: newOutcome()}
 	o.ops[op.Key] = p
 	o.mu.Unlock()
 
@@ -276,6 +294,7 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 	}
 	close(p.durable)
 	heap.Push(&o.due, p)
+	o.unfinishedAdd(p)
 	o.poke()
 	return op.Key, nil
 }
@@ -305,10 +324,11 @@ func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 
 // Redrive runs a failed op (a dead letter) again, under its key: it is
 // pending again with its attempts reset and a NotAfter one Horizon from
-// now; its Reason and LastError stay until its next attempt. List the
-// dead letters with the Journal's Load (the entries whose State is
-// Failed). It fails with [ErrUnknownKey] for a key the Outbox does not
-// hold, and with an error for an op that has not failed.
+// now; its Reason and LastError stay until its next attempt, and its
+// Trace goes on, so that the op's history reads as the dead letter's
+// attempts, then the new ones. List the dead letters, with their Traces,
+// with [Outbox.DeadLetters]. It fails with [ErrUnknownKey] for a key the
+// Outbox does not hold, and with an error for an op that has not failed.
 func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	o.mu.Lock()
 	p, ok := o.ops[key]
@@ -324,6 +344,7 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	now := o.clock.Now()
 	e := p.e
 	e.State, e.Attempts, e.Next, e.LastWait, e.Finished = Pending, 0, now, 0, time.Time{}
+	e.Trace = retry.NewTrace(retry.StopNone, slices.Collect(e.Trace.All())) // the history goes on
 	e.Op.NotAfter = now.Add(o.horizon)
 	p.redrive = true
 	o.mu.Unlock()
@@ -336,6 +357,7 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	}
 	p.e, p.err, p.out = e, nil, newOutcome()
 	heap.Push(&o.due, p)
+	o.unfinishedAdd(p)
 	o.poke()
 	return nil
 }

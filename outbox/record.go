@@ -5,6 +5,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"time"
+
+	"github.com/stormguard/retry"
 )
 
 // The journal file is a sequence of records, each framed as
@@ -19,7 +21,13 @@ import (
 //
 //	recAdd:    key, kind, payload, enqueued, then the state fields
 //	recUpdate: key, then the state fields
-//	state:     notAfter, state, attempts, next, lastWait, finished, reason, lastError
+//	state:     notAfter, state, attempts, next, lastWait, finished, reason, lastError,
+//	           then the Trace: its stop reason, its count of attempts, how many
+//	           it keeps, and for each kept one: number, wait, start,
+//	           duration, reason
+//
+// A record that ends after lastError (one written before the Trace was
+// kept) has an empty Trace.
 //
 // A record is a whole Entry's state, so replaying records in order and
 // keeping the last one per key rebuilds every op: a record written twice
@@ -57,9 +65,28 @@ func appendRecord(b []byte, typ byte, e *Entry) []byte {
 	b = appendTime(b, e.Finished)
 	b = appendString(b, e.Reason)
 	b = appendString(b, e.LastError)
+	b = appendTrace(b, &e.Trace)
 	p := b[start+frameHeader:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(p)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(p, castagnoli))
+	return b
+}
+
+func appendTrace(b []byte, t *retry.Trace) []byte {
+	b = binary.AppendUvarint(b, uint64(t.Stop()))
+	b = binary.AppendUvarint(b, uint64(t.Attempts()))
+	kept := 0
+	for range t.All() {
+		kept++
+	}
+	b = binary.AppendUvarint(b, uint64(kept))
+	for a := range t.All() {
+		b = binary.AppendVarint(b, int64(a.Number))
+		b = binary.AppendVarint(b, int64(a.Wait))
+		b = appendTime(b, a.Start)
+		b = binary.AppendVarint(b, int64(a.Duration))
+		b = appendString(b, a.Reason)
+	}
 	return b
 }
 
@@ -119,6 +146,24 @@ func (d *decoder) time() time.Time {
 	return time.Time{}
 }
 
+// maxKept is the most attempts a retry.Trace keeps.
+const maxKept = 64
+
+func (d *decoder) trace() retry.Trace {
+	stop := retry.StopReason(d.uvarint())
+	n := d.uvarint()
+	kept := d.uvarint()
+	if d.err != nil || kept > maxKept || kept > n || n > 1<<40 {
+		d.err = errCorrupt
+		return retry.Trace{}
+	}
+	as := make([]retry.Attempt, kept)
+	for i := range as {
+		as[i] = retry.Attempt{Number: int(d.varint()), Wait: time.Duration(d.varint()), Start: d.time(), Duration: time.Duration(d.varint()), Reason: string(d.bytes())}
+	}
+	return retry.NewTrace(stop, as)
+}
+
 // decodeRecord parses a record's payload (CRC already checked) into its type
 // and Entry; for recUpdate only the key and state fields (NotAfter among
 // them) are set.
@@ -147,6 +192,9 @@ func decodeRecord(p []byte) (typ byte, e Entry, err error) {
 	e.Finished = d.time()
 	e.Reason = string(d.bytes())
 	e.LastError = string(d.bytes())
+	if len(d.p) > 0 {
+		e.Trace = d.trace()
+	}
 	if d.err == nil && (len(d.p) != 0 || e.State > Failed || e.Attempts < 0) {
 		d.err = errCorrupt
 	}

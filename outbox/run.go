@@ -69,8 +69,16 @@ func (o *Outbox) Run(ctx context.Context) error {
 				continue
 			}
 			inFlight++
+			gen := o.callStarted(p)
 			go func() {
-				defer func() { finished <- struct{}{} }()
+				defer func() {
+					o.mu.Lock()
+					if p.call == gen { // not yet settled, nor run again since
+						o.callEnded(p)
+					}
+					o.mu.Unlock()
+					finished <- struct{}{}
+				}()
 				if err := o.attempt(ctx, p, h); err != nil {
 					cancel(err)
 				}
@@ -109,15 +117,16 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	now := o.clock.Now()
 	switch {
 	case !now.Before(e.Op.NotAfter):
-		return o.finish(ctx, p, e, Failed, "not after", p.err)
+		return o.finish(ctx, p, e, Failed, whyNotAfter, p.err)
 	case o.maxAttempts > 0 && e.Attempts >= o.maxAttempts:
 		// Only after a crash cut the last attempt short.
-		return o.finish(ctx, p, e, Failed, "attempts used up", p.err)
+		return o.finish(ctx, p, e, Failed, whyUsedUp, p.err)
 	}
 
 	// The count is durable before the call, so that a crash cannot hide it.
 	prev := e
 	e.Attempts++
+	e.Trace = beginAttempt(e.Trace, e.LastWait, now)
 	if err := o.save(ctx, p, e); err != nil {
 		if ctx.Err() != nil {
 			return o.requeue(p, prev) // stopped before the call
@@ -133,6 +142,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	release()
 	end := o.clock.Now()
 	if err == nil {
+		e.Trace = endAttempt(e.Trace, end.Sub(start), "", retry.StopSuccess)
 		return o.finish(ctx, p, e, Succeeded, "", nil)
 	}
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx))) {
@@ -155,7 +165,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		w := sr.after + o.policy.Wait(1, 0, rand.Float64())
 		prev.Next = end.Add(w)
 		if !prev.Next.Before(e.Op.NotAfter) {
-			return o.finish(ctx, p, prev, Failed, "not after", err)
+			return o.finish(ctx, p, prev, Failed, whyNotAfter, err)
 		}
 		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
 			return werr
@@ -166,16 +176,18 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	o.mu.Lock()
 	p.err = err
 	o.mu.Unlock()
-	switch {
-	case !d.Retry:
+	if !d.Retry {
+		e.Trace = endAttempt(e.Trace, end.Sub(start), reason(d.Reason, "permanent"), retry.StopNotRetryable)
 		return o.finish(ctx, p, e, Failed, reason(d.Reason, "permanent"), err)
-	case o.maxAttempts > 0 && e.Attempts >= o.maxAttempts:
-		return o.finish(ctx, p, e, Failed, "attempts used up", err)
+	}
+	e.Trace = endAttempt(e.Trace, end.Sub(start), reason(d.Reason, "error"), retry.StopNone)
+	if o.maxAttempts > 0 && e.Attempts >= o.maxAttempts {
+		return o.finish(ctx, p, e, Failed, whyUsedUp, err)
 	}
 	w := o.policy.Wait(e.Attempts, e.LastWait, rand.Float64()) + d.RetryAfter
 	next := end.Add(w)
 	if !next.Before(e.Op.NotAfter) {
-		return o.finish(ctx, p, e, Failed, "not after", err)
+		return o.finish(ctx, p, e, Failed, whyNotAfter, err)
 	}
 	e.Next, e.LastWait = next, w
 	e.Reason, e.LastError = reason(d.Reason, "error"), errorText(err)
@@ -257,6 +269,7 @@ func (o *Outbox) requeue(p *item, e Entry) error {
 	o.mu.Lock()
 	p.e = e
 	heap.Push(&o.due, p)
+	o.callEnded(p)
 	o.mu.Unlock()
 	return nil
 }
@@ -264,6 +277,9 @@ func (o *Outbox) requeue(p *item, e Entry) error {
 // finish records p as succeeded or failed and wakes its Waits.
 func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why string, err error) error {
 	e.State, e.Finished, e.Next = s, o.clock.Now(), time.Time{}
+	if e.Trace.Stop() == retry.StopNone {
+		e.Trace = stopTrace(e.Trace, stopFor(s, why))
+	}
 	if s == Failed {
 		e.Reason = why
 		if err != nil {
@@ -277,6 +293,8 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	o.mu.Lock()
 	p.err = err
 	p.out.res = p.result()
+	o.callEnded(p)
+	o.unfinishedDone(p, s)
 	close(p.out.done)
 	o.mu.Unlock()
 	return nil

@@ -212,7 +212,7 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 	o.mu.Lock()
 	p, known := o.ops[key]
 	if !known {
-		p = &item{index: -1, durable: closedChan, out: newOutcome()}
+		p = &item{index: -1, ageIndex: -1, durable: closedChan, out: newOutcome()}
 		if e.LastError != "" {
 			p.err = errors.New(e.LastError)
 		}
@@ -228,6 +228,7 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 	}
 	p.e = e
 	h := o.handlers[e.Op.Kind]
+	gen := o.callStarted(p) // for Stats (stats.go)
 	o.mu.Unlock()
 
 	actx, acancel := context.WithCancel(ctx)
@@ -237,6 +238,9 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 		err := o.attempt(actx, p, h)
 		acancel()
 		o.mu.Lock()
+		if p.call == gen {
+			o.callEnded(p)
+		}
 		e := p.e
 		if e.State != Pending {
 			p.e.Lease = "" // the journal ended it
@@ -323,6 +327,7 @@ func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error
 		case <-p.out.done:
 		default:
 			p.out.res = p.result()
+			o.unfinishedDone(p, e.State) // for Stats (stats.go)
 			close(p.out.done)
 		}
 	}

@@ -93,6 +93,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		for _, route := range r.idempotencyRoutes() {
 			p.Idem = append(p.Idem, newIdemRow(route))
 		}
+		p.Outboxes = newOutboxRows(r.outboxOps())
 	}
 	if err := pageTemplate.Execute(&body, p); err != nil {
 		http.Error(w, "rendering failed", http.StatusInternalServerError)

@@ -39,6 +39,7 @@ type page struct {
 	// is registered.
 	Config    uint64
 	HasConfig bool
+	Outboxes  []outboxRow
 }
 
 // idemRow is a route's line in the idempotency table: the outcomes a

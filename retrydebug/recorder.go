@@ -57,6 +57,8 @@ type Recorder struct {
 
 	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
 	otherRoute *idemRoute
+
+	outboxes []namedOutbox // see Outbox
 }
 
 // httpKey is what a request's operation name is made of, so that a

@@ -30,6 +30,9 @@ type Snapshot struct {
 	// ConfigVersion is the version of the retry configuration in force,
 	// when one is registered with [Recorder.ConfigVersion]; 0 otherwise.
 	ConfigVersion uint64 `json:"config_version,omitempty"`
+	// Outboxes has the ops of the outboxes registered with
+	// [Recorder.Outbox], in the order registered.
+	Outboxes []OutboxOps `json:"outboxes,omitempty"`
 }
 
 // Operation is the record of one operation name.
@@ -107,6 +110,7 @@ func (r *Recorder) Snapshot() Snapshot {
 	ops := r.operations()
 	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
 	s.ConfigVersion, _ = r.configVersionNow()
+	s.Outboxes = r.outboxOps()
 	s.Breakers, s.Throttles = r.breakerStatuses(), r.throttleStatuses()
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))

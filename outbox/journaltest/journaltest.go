@@ -15,10 +15,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/outbox"
 )
 
@@ -44,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Open) {
 		{"UpdateKeepsOp", testUpdateKeepsOp},
 		{"Concurrent", testConcurrent},
 		{"Closed", testClosed},
+		{"Trace", testTrace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, newStore(t)) })
@@ -102,6 +105,18 @@ func Equal(a, b outbox.Entry) string {
 		return fmt.Sprintf("%s: Finished %v, want %v", a.Op.Key, b.Finished, a.Finished)
 	case a.Reason != b.Reason || a.LastError != b.LastError:
 		return fmt.Sprintf("%s: Reason, LastError %q, %q, want %q, %q", a.Op.Key, b.Reason, b.LastError, a.Reason, a.LastError)
+	case a.Trace.Stop() != b.Trace.Stop() || a.Trace.Attempts() != b.Trace.Attempts():
+		return fmt.Sprintf("%s: Trace %v, want %v", a.Op.Key, b.Trace, a.Trace)
+	}
+	ta, tb := slices.Collect(a.Trace.All()), slices.Collect(b.Trace.All())
+	if len(ta) != len(tb) {
+		return fmt.Sprintf("%s: Trace keeps %d attempts, want %d", a.Op.Key, len(tb), len(ta))
+	}
+	for i, x := range ta {
+		y := tb[i]
+		if x.Number != y.Number || x.Wait != y.Wait || !same(x.Start, y.Start) || x.Duration != y.Duration || x.Reason != y.Reason {
+			return fmt.Sprintf("%s: Trace attempt %d is %+v, want %+v", a.Op.Key, x.Number, y, x)
+		}
 	}
 	return ""
 }
@@ -239,4 +254,28 @@ func testClosed(t *testing.T, open Open) {
 	if err := j.Add(context.Background(), Entry("a", 1)); err == nil {
 		t.Error("Add after Close = nil, want an error")
 	}
+}
+
+// testTrace: an entry's Trace is state like any other: every attempt it
+// keeps (number, wait, start, duration, reason) and its stop reason come
+// back from Load, after a reopen too, however long the op's history.
+func testTrace(t *testing.T, open Open) {
+	ctx := context.Background()
+	j := mustOpen(t, open)
+	a, b := Entry("a", 1), Entry("b", 2)
+	must(t, "Add", j.Add(ctx, a))
+	must(t, "Add", j.Add(ctx, b))
+	at := a.Enqueued
+	var as []retry.Attempt
+	for n := 1; n <= 100; n++ { // more than a Trace keeps: the middle goes
+		as = append(as, retry.Attempt{Number: n, Wait: time.Duration(n) * time.Millisecond, Start: at.Add(time.Duration(n) * time.Second), Duration: 3 * time.Millisecond, Reason: "503 Service Unavailable"})
+	}
+	a.Attempts, a.Trace = 100, retry.NewTrace(retry.StopNone, as)
+	must(t, "Update", j.Update(ctx, a))
+	b.State, b.Attempts, b.Finished, b.Reason, b.LastError = outbox.Failed, 1, at.Add(time.Minute), "permanent", "declined"
+	b.Trace = retry.NewTrace(retry.StopNotRetryable, []retry.Attempt{{Number: 1, Start: at, Duration: time.Millisecond, Reason: "permanent"}})
+	must(t, "Update", j.Update(ctx, b))
+	expect(t, j, a, b)
+	must(t, "Close", j.Close())
+	expect(t, mustOpen(t, open), a, b)
 }

@@ -25,13 +25,17 @@
 //		reason      text        NOT NULL DEFAULT '',
 //		last_error  text        NOT NULL DEFAULT '',
 //		lease       text,
-//		lease_until timestamptz
+//		lease_until timestamptz,
+//		trace       bytea       NOT NULL DEFAULT ''
 //	);
+//	ALTER TABLE outbox_ops ADD COLUMN IF NOT EXISTS trace bytea NOT NULL DEFAULT '';
 //	CREATE INDEX IF NOT EXISTS outbox_ops_due ON outbox_ops (next_at, id) WHERE state = 0;
 //
 // A row is an outbox.Entry: state is 0 pending, 1 succeeded, 2 failed;
 // last_wait is in nanoseconds; lease is the token of the claim that holds
-// the op (the claimer's name, '#', 64 random bits) and lease_until its end.
+// the op (the claimer's name, '#', 64 random bits) and lease_until its end;
+// trace is the op's retry.Trace as JSON (stop reason and kept attempts,
+// never an error's text), empty while it has none.
 // The table is as sensitive as the ops' payloads and last errors.
 //
 // # How each call uses it

@@ -118,7 +118,7 @@ func (j *Journal) Update(ctx context.Context, e outbox.Entry) error {
 		return err
 	}
 	a := args(e)
-	tag, err := j.pool.Exec(ctx, j.sql.update, e.Op.Key, a[3], a[4], a[5], a[6], a[7], a[9], a[10], a[11], nullText(e.Lease))
+	tag, err := j.pool.Exec(ctx, j.sql.update, e.Op.Key, a[3], a[4], a[5], a[6], a[7], a[9], a[10], a[11], nullText(e.Lease), a[12])
 	if err != nil {
 		return fmt.Errorf("pgjournal: update: %w", err)
 	}
@@ -159,14 +159,14 @@ func (j *Journal) Close() error {
 	return nil
 }
 
-// args are the insert's parameters for e, $1 to $12.
+// args are the insert's parameters for e, $1 to $13.
 func args(e outbox.Entry) []any {
 	payload := e.Op.Payload
 	if payload == nil {
 		payload = []byte{}
 	}
 	return []any{e.Op.Key, e.Op.Kind, payload, e.Op.NotAfter, int16(e.State), e.Attempts,
-		nullTime(e.Next), int64(e.LastWait), e.Enqueued, nullTime(e.Finished), e.Reason, e.LastError}
+		nullTime(e.Next), int64(e.LastWait), e.Enqueued, nullTime(e.Finished), e.Reason, e.LastError, encodeTrace(e.Trace)}
 }
 
 func nullTime(t time.Time) any {
@@ -194,10 +194,16 @@ func scanAll(rows pgx.Rows) ([]outbox.Entry, []int64, error) {
 		var state int16
 		var lastWait int64
 		var next, finished pgtype.Timestamptz
+		var trace []byte
 		if err := rows.Scan(&id, &e.Op.Key, &e.Op.Kind, &e.Op.Payload, &e.Op.NotAfter, &state, &e.Attempts,
-			&next, &lastWait, &e.Enqueued, &finished, &e.Reason, &e.LastError, &e.Lease); err != nil {
+			&next, &lastWait, &e.Enqueued, &finished, &e.Reason, &e.LastError, &e.Lease, &trace); err != nil {
 			return nil, nil, err
 		}
+		t, err := decodeTrace(trace)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.Trace = t
 		e.State, e.LastWait = outbox.State(state), time.Duration(lastWait)
 		if next.Valid {
 			e.Next = next.Time

@@ -28,8 +28,10 @@ const createSQL = `CREATE TABLE IF NOT EXISTS %[1]s (
 	reason      text        NOT NULL DEFAULT '',
 	last_error  text        NOT NULL DEFAULT '',
 	lease       text,
-	lease_until timestamptz
+	lease_until timestamptz,
+	trace       bytea       NOT NULL DEFAULT ''
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS trace bytea NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at, id) WHERE state = 0;`
 
 // tableName is a table name New accepts: an unquoted identifier, perhaps
@@ -45,7 +47,7 @@ type sqlText struct {
 }
 
 // cols are the columns of an Entry, in the order scan reads them.
-const cols = `id, key, kind, payload, not_after, state, attempts, next_at, last_wait, enqueued, finished, reason, last_error, coalesce(lease, '')`
+const cols = `id, key, kind, payload, not_after, state, attempts, next_at, last_wait, enqueued, finished, reason, last_error, coalesce(lease, ''), trace`
 
 func newSQL(table string) (sqlText, error) {
 	if !tableName.MatchString(table) {
@@ -56,8 +58,8 @@ func newSQL(table string) (sqlText, error) {
 	index := pgx.Identifier{parts[len(parts)-1] + "_due"}.Sanitize()
 	h := fnv.New64a()
 	h.Write([]byte("stormguard/outbox/pgjournal " + table))
-	const insert = `INSERT INTO %[1]s (key, kind, payload, not_after, state, attempts, next_at, last_wait, enqueued, finished, reason, last_error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (key) `
+	const insert = `INSERT INTO %[1]s (key, kind, payload, not_after, state, attempts, next_at, last_wait, enqueued, finished, reason, last_error, trace)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) `
 	return sqlText{
 		table:  t,
 		create: fmt.Sprintf(createSQL, t, index),
@@ -71,7 +73,7 @@ WHERE %[1]s.kind = EXCLUDED.kind AND (%[1]s.payload = EXCLUDED.payload OR %[1]s.
 		// Fenced: only the lease holder (or anyone, when no lease holds the
 		// op) writes; a finished op's lease ends with the write.
 		update: fmt.Sprintf(`UPDATE %s SET not_after = $2, state = $3::smallint, attempts = $4, next_at = $5, last_wait = $6,
-	finished = $7, reason = $8, last_error = $9,
+	finished = $7, reason = $8, last_error = $9, trace = $11,
 	lease = CASE WHEN $3::smallint = 0 THEN lease END, lease_until = CASE WHEN $3::smallint = 0 THEN lease_until END
 WHERE key = $1 AND lease IS NOT DISTINCT FROM $10::text`, t),
 		owner: fmt.Sprintf(`SELECT coalesce(lease, '') FROM %s WHERE key = $1`, t),
