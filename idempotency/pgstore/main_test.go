@@ -10,30 +10,21 @@ import (
 	"github.com/stormguard/retry/internal/pgserver"
 )
 
-// server is the package's one PostgreSQL: every test makes a database of
+// pgShared is the package's one PostgreSQL: every test makes a database of
 // its own on it (2 cores do not run a server per test).
-var server *pgserver.Server
-
-// serverProblem is why server is nil: a skip, or a failure under CI=true.
-var serverProblem struct {
-	msg  string
-	fail bool
-}
+var pgShared *pgserver.Shared
 
 // TestMain starts the package's server, runs the tests and fails them if
 // any goroutine outlives them: every pool, renewal and connection must end
-// with its test. A crash harness's child (see crash_test.go) runs its
-// server instead, and never returns.
+// with its test. A crash harness's child (see crash_test.go) runs its own
+// part instead, and never returns.
 func TestMain(m *testing.M) {
 	if crashChild() {
 		return
 	}
-	tb := &mainTB{}
-	server = pgserver.Start(tb)
+	pgShared = pgserver.StartShared()
 	code := m.Run()
-	for i := len(tb.cleanups) - 1; i >= 0; i-- {
-		tb.cleanups[i]()
-	}
+	pgShared.Stop()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -43,31 +34,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// mainTB is the testing.TB that TestMain gives pgserver.Start: the server
-// outlives each test, and its Cleanups run after them all. Start calls
-// only the methods below; the embedded nil TB would panic on any other.
-type mainTB struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*mainTB) Helper()                  {}
-func (tb *mainTB) Cleanup(f func())      { tb.cleanups = append(tb.cleanups, f) }
-func (*mainTB) Logf(string, ...any)      {}
-func (*mainTB) Skipf(f string, a ...any) { serverProblem.msg = fmt.Sprintf(f, a...) }
-func (*mainTB) Fatalf(f string, a ...any) {
-	serverProblem.msg, serverProblem.fail = fmt.Sprintf(f, a...), true
-}
-
 // pg returns the package's server, or skips (fails, under CI=true) t
 // without one.
 func pg(t testing.TB) *pgserver.Server {
 	t.Helper()
-	if server == nil {
-		if serverProblem.fail {
-			t.Fatal(serverProblem.msg)
-		}
-		t.Skip(serverProblem.msg)
-	}
-	return server
+	return pgShared.Server(t)
 }

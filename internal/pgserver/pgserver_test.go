@@ -52,3 +52,16 @@ func TestServerAnswersAndSurvivesARestart(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Equal(t, "b", out, "committed data survives an immediate restart")
 }
+
+// A Shared server outlives the tests that use it, and Stop ends it.
+func TestSharedServesUntilStop(t *testing.T) {
+	sh := pgserver.StartShared()
+	s := sh.Server(t)
+	url := s.NewDatabase(t)
+	out, err := psql(t, url, "SELECT 40 + 2")
+	require.NoError(t, err, out)
+	assert.Equal(t, "42", out)
+	sh.Stop()
+	_, err = psql(t, url, "SELECT 1")
+	require.Error(t, err, "a stopped server refuses connections")
+}
