@@ -4,9 +4,10 @@
 #
 # It needs only Go (the peers and benchstat come from the module proxy);
 # redis-server, if installed, adds the Redis rows; PostgreSQL, if
-# installed, the pgstore and pgjournal rows. About 7 minutes with
-# the defaults on 2 cores shared with other jobs (load 5-7), about twice
-# that with COUNT=10. Knobs, as environment variables:
+# installed, the pgstore and pgjournal rows. About 6 minutes with
+# the defaults on 2 quiet cores, 7 or more shared with other jobs (load
+# 5-7), about twice that with COUNT=10. env.txt records the load average
+# at the start and at the end. Knobs, as environment variables:
 #   COUNT      runs of each benchmark (default 6, the fewest for which benchstat gives a CI)
 #   BENCHTIME  -benchtime of the benchmarks timed by duration (default 100ms)
 #   OUT        where the raw output goes (default bench/results/<UTC time>)
@@ -154,5 +155,6 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 		if (http99 != "") printf "%-44s stormguard-http p99 %s, handloop p99 %s (target <= 2x)\n", "HTTP cancel -> return:", http99, hand99
 	}' "$OUT/medians.csv" | tee -a "$OUT/summary.txt"
 
+echo "end:    $(date -u +%Y-%m-%dT%H:%M:%SZ)  load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" | tee -a "$OUT/env.txt"
 echo
 echo "raw output in $OUT/ ($((SECONDS - start))s)"
