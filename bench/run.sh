@@ -3,9 +3,11 @@
 # COUNT times, then benchstat's medians, then a check of each target.
 #
 # It needs only Go (the peers and benchstat come from the module proxy);
-# redis-server, if installed, adds the Redis rows. About 7 minutes with
-# the defaults on 2 cores shared with other jobs (load 5-7), about twice
-# that with COUNT=10. Knobs, as environment variables:
+# redis-server, if installed, adds the Redis rows; PostgreSQL, if
+# installed, the pgstore and pgjournal rows. About 6 minutes with
+# the defaults on 2 quiet cores, 7 or more shared with other jobs (load
+# 5-7), about twice that with COUNT=10. env.txt records the load average
+# at the start and at the end. Knobs, as environment variables:
 #   COUNT      runs of each benchmark (default 6, the fewest for which benchstat gives a CI)
 #   BENCHTIME  -benchtime of the benchmarks timed by duration (default 100ms)
 #   OUT        where the raw output goes (default bench/results/<UTC time>)
@@ -60,12 +62,18 @@ step otel "$ROOT/retryotel" "${B[@]}" -benchtime="$BENCHTIME" -bench=. .
 step guard "$ROOT" "${B[@]}" -benchtime=2000000x -bench='^BenchmarkGuardFirstSuccess$' .
 step config "$ROOT" "${B[@]}" -bench='^BenchmarkLive' ./retryconfig
 step logline "$ROOT" "${B[@]}" -cpu=1 -benchtime="$BENCHTIME" -bench='^BenchmarkSuppressedLine$' ./retryhttp
-# The PostgreSQL store (skipped, as its tests are, without PostgreSQL).
+# The outbox file journal: durable enqueues (each waits for its fdatasync)
+# from 1 and 64 goroutines, the disk's own floor (BenchmarkFdatasync) in the
+# same binary, and resuming 10,000 pending ops.
+step outbox "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(Fdatasync|Enqueue|Resume)$' ./outbox
+# The PostgreSQL store and journal (skipped, as their tests are, without
+# PostgreSQL).
 step pgstore "$ROOT/idempotency/pgstore" "${B[@]}" -benchtime=2000x -bench='^BenchmarkFreshKey$' .
+step pgjournal "$ROOT/outbox/pgjournal" "${B[@]}" -benchtime=5000x -bench='^BenchmarkClaim3Workers$' .
 
 echo
 echo "==================== medians (benchstat) ===================="
-for f in core parallel hedge idempotency grpc scale scale-par observe otel guard config logline pgstore; do
+for f in core parallel hedge idempotency grpc scale scale-par observe otel guard config logline outbox pgstore pgjournal; do
 	echo "---- $f"
 	benchstat "$OUT/$f.txt"
 done 2>&1 | tee "$OUT/summary.txt"
@@ -74,10 +82,10 @@ sed -n '/^cancel latency/,/^is ctx/p' "$OUT/cancel.txt" | tee -a "$OUT/summary.t
 echo
 echo "==================== targets (medians) ===================="
 # One CSV of every median: unit,benchmark,value.
-for f in core parallel idempotency grpc scale scale-par; do
+for f in core parallel idempotency grpc scale scale-par guard logline outbox pgjournal; do
 	benchstat -format csv "$OUT/$f.txt" 2>/dev/null | awk -F, '
 		/^,[^,]+,CI$/ { unit = $2; next }
-		unit != "" && $1 ~ /\// { print unit "," $1 "," $2 }'
+		unit != "" && $1 ~ /^[A-Z]/ && $1 !~ /: / { print unit "," $1 "," $2 }'
 done > "$OUT/medians.csv"
 awk -F, -v cancel="$OUT/cancel.txt" '
 	{ name = $2; if (name !~ /Parallel/) sub(/-[0-9]+$/, "", name); v[$1, name] = $3 }
@@ -121,8 +129,32 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 			if (line ~ /^stormguard-http /) { split(line, c, " +"); http99 = c[3] }
 			if (line ~ /^handloop /) { split(line, c, " +"); hand99 = c[3] }
 		}
+		if ((("sec/op", "GuardFirstSuccess/both") in v)) {
+			d = ns("GuardFirstSuccess/both") - ns("GuardFirstSuccess/none")
+			printf "%-44s +%.3g ns per allowed attempt (target <= 30: %s)\n", "Throttle+Breaker vs none:", d, verdict(d <= 30)
+		}
+		split("timed untimed", lrows, " ")
+		for (i = 1; i <= 2; i++) {
+			s = "SuppressedLine/" lrows[i]
+			if ((("sec/op", s) in v))
+				printf "%-44s %.3g ns, %g allocs (target <= 50 ns, 0 allocs: %s)\n", "suppressed log line, " lrows[i] ":", ns(s), v["allocs/op", s], verdict(ns(s) <= 50 && v["allocs/op", s] == 0)
+		}
+		split("1 64", grows, " "); split("5000 100000", gtargets, " ")
+		for (i = 1; i <= 2; i++) {
+			s = "Enqueue/goroutines=" grows[i]
+			if ((("enqueues/s", s) in v))
+				printf "%-44s %.0f enqueues/s (target >= %d: %s)\n", "outbox enqueue, " grows[i] " goroutine(s):", v["enqueues/s", s], gtargets[i], verdict(v["enqueues/s", s] >= gtargets[i] + 0)
+		}
+		for (i = 1; i <= 2; i++) {
+			s = "Fdatasync/syncers=" (i == 1 ? 1 : 4)
+			if ((("syncs/s", s) in v)) printf "%-44s %.0f syncs/s (the floor under an enqueue)\n", "raw fdatasync, " s ":", v["syncs/s", s]
+		}
+		if ((("sec/op", "Resume") in v))
+			printf "%-44s %.3g ms (target < 1000: %s)\n", "outbox resume, 10,000 pending ops:", ns("Resume") / 1e6, verdict(ns("Resume") < 1e9)
+		if ((("ops/s", "Claim3Workers") in v)) printf "%-44s %.0f ops/s\n", "pgjournal, 3 workers claiming:", v["ops/s", "Claim3Workers"]
 		if (http99 != "") printf "%-44s stormguard-http p99 %s, handloop p99 %s (target <= 2x)\n", "HTTP cancel -> return:", http99, hand99
 	}' "$OUT/medians.csv" | tee -a "$OUT/summary.txt"
 
+echo "end:    $(date -u +%Y-%m-%dT%H:%M:%SZ)  load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" | tee -a "$OUT/env.txt"
 echo
 echo "raw output in $OUT/ ($((SECONDS - start))s)"
