@@ -3,7 +3,6 @@ package retry
 import (
 	"context"
 	"reflect"
-	"time"
 )
 
 // guard is what a retry loop holds of its Policy's Breaker and Throttle
@@ -15,8 +14,9 @@ type guard struct {
 	tk      ticket
 	pending bool      // the breaker admitted the call and has not been told how it went
 	shared  bool      // th and br read the same clock: the breaker reuses at
-	outcome int8      // of the latest attempt
-	at      time.Time // when the throttle counted the latest attempt
+	outcome int8  // of the latest attempt
+	at      int64 // when the throttle counted the latest attempt, UnixNano
+	epoch   int64 // of at in the throttle's window
 }
 
 // before reports whether attempt n may be sent, or why not. The breaker
@@ -34,8 +34,9 @@ func (g *guard) before(n int) StopReason {
 		}
 	}
 	if g.th != nil {
-		g.at = g.th.now()
-		if !g.th.allow(g.at) {
+		g.at = g.th.nowNs()
+		var ok bool
+		if g.epoch, ok = g.th.allow(g.at); !ok {
 			return StopThrottled
 		}
 	}
@@ -47,7 +48,7 @@ func (g *guard) before(n int) StopReason {
 func (g *guard) attempted(outcome int8) {
 	g.outcome = outcome
 	if g.th != nil {
-		g.th.answered(g.at, outcome != outcomeFailure)
+		g.th.answered(g.epoch, outcome != outcomeFailure)
 	}
 	if g.br != nil && g.br.countAttempts {
 		g.br.record(g.tk, outcome, g.sharedAt())
@@ -80,12 +81,12 @@ func newGuard(th *Throttle, br *Breaker) guard {
 }
 
 // sharedAt is the time the throttle read for the latest attempt, if the
-// breaker may use it, or else the zero time.
-func (g *guard) sharedAt() time.Time {
+// breaker may use it, or else 0.
+func (g *guard) sharedAt() int64 {
 	if g.shared {
 		return g.at
 	}
-	return time.Time{}
+	return 0
 }
 
 // comparableClock reports whether clk can be compared with == without a

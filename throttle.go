@@ -154,16 +154,16 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	return t, nil
 }
 
-// now is the time an attempt is counted at: the injected clock's, or the
-// real one's, read once per tick.
-func (t *Throttle) now() time.Time {
+// nowNs is the time an attempt is counted at, in UnixNano: the injected
+// clock's, or the real one's, read once per tick.
+func (t *Throttle) nowNs() int64 {
 	switch {
 	case t.clk != nil:
-		return t.clk.Now()
+		return t.clk.Now().UnixNano()
 	case t.coarse != nil:
-		return t.coarse.Now()
+		return t.coarse.UnixNano()
 	}
-	return time.Now()
+	return time.Now().UnixNano()
 }
 
 // RejectProbability returns the probability with which the Throttle
@@ -194,40 +194,48 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 	return t.k, t.maxReject, t.minRequests, t.width
 }
 
-// allow reports whether a request may be sent at at, and counts it if
-// not; the draw (random) is made only when the probability is not zero.
-// A request sent is counted when its answer comes, with it (see
-// answered): one atomic add per attempt, not two.
-func (t *Throttle) allow(at time.Time) bool {
-	width := t.bucketWidth()
-	e := t.w.epoch(at, width) + 1
-	if t.zeroIn.Load() == e {
-		return true // and t.on is false: the probability was noted zero
+// allow reports whether a request may be sent at ns (UnixNano), and counts
+// it if not; the draw (random) is made only when the probability is not
+// zero. It returns the epoch of ns, for answered: a request sent is
+// counted when its answer comes, with it, in the same bucket: one atomic
+// add per attempt, not two, and one epoch computed.
+func (t *Throttle) allow(ns int64) (epoch int64, ok bool) {
+	e := t.w.epochNs(ns, t.bucketWidth())
+	if t.zeroIn.Load() == e+1 {
+		return e, true // and t.on is false: the probability was noted zero
 	}
-	k, maxReject, minRequests, _ := t.params()
+	return e, t.allowSlow(ns, e)
+}
+
+// allowSlow is allow when the reject probability is not known to be zero
+// in epoch e.
+func (t *Throttle) allowSlow(ns, e int64) bool {
+	k, maxReject, minRequests, width := t.params()
+	at := time.Unix(0, ns)
 	requests, accepts := t.w.sum(at, width)
 	var p float64
 	if r := float64(requests); r <= k*float64(accepts) {
-		t.zeroIn.Store(e)
+		t.zeroIn.Store(e + 1)
 	} else if requests >= minRequests {
 		p = min((r-k*float64(accepts))/(r+1), maxReject)
 	}
 	t.note(p)
 	if p != 0 && t.random() < p {
 		t.zeroIn.Store(0)
-		t.w.add(at, width, 1, 0)
+		t.w.addIn(e, 1, 0)
 		return false
 	}
 	return true
 }
 
-// answered counts a request sent at at, and whether it was accepted.
-func (t *Throttle) answered(at time.Time, accepted bool) {
+// answered counts a request that allow let through in epoch e, and
+// whether it was accepted.
+func (t *Throttle) answered(e int64, accepted bool) {
 	if accepted {
-		t.w.add(at, t.bucketWidth(), 1, 1)
+		t.w.addIn(e, 1, 1)
 	} else {
 		t.zeroIn.Store(0)
-		t.w.add(at, t.bucketWidth(), 1, 0)
+		t.w.addIn(e, 1, 0)
 	}
 }
 

@@ -32,8 +32,10 @@ func bucketWidth(span time.Duration) int64 { return max(int64(span)/windowBucket
 
 // epoch returns the epoch of time t: which width-long slice of time it is
 // in.
-func (w *window) epoch(t time.Time, width int64) int64 {
-	ns := t.UnixNano()
+func (w *window) epoch(t time.Time, width int64) int64 { return w.epochNs(t.UnixNano(), width) }
+
+// epochNs is epoch for a time in UnixNano.
+func (w *window) epochNs(ns, width int64) int64 {
 	if e := w.last.Load(); ns >= e*width && ns-e*width < width {
 		return e
 	}
@@ -44,7 +46,12 @@ func (w *window) epoch(t time.Time, width int64) int64 {
 
 // add counts total and marked at time t.
 func (w *window) add(t time.Time, width int64, total, marked uint64) {
-	e := w.epoch(t, width)
+	w.addIn(w.epoch(t, width), total, marked)
+}
+
+// addIn counts total and marked in epoch e, which its caller got from
+// epochNs: a caller that counts twice at one time computes it once.
+func (w *window) addIn(e int64, total, marked uint64) {
 	b := &w.buckets[uint64(e)%windowBuckets]
 	delta := total<<32 | marked
 	if old := b.epoch.Load(); old != e {
