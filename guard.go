@@ -12,8 +12,8 @@ type guard struct {
 	th      *Throttle
 	br      *Breaker
 	tk      ticket
-	pending bool      // the breaker admitted the call and has not been told how it went
-	shared  bool      // th and br read the same clock: the breaker reuses at
+	pending bool  // the breaker admitted the call and has not been told how it went
+	shared  bool  // th and br read the same clock: the breaker reuses at
 	outcome int8  // of the latest attempt
 	at      int64 // when the throttle counted the latest attempt, UnixNano
 	epoch   int64 // of at in the throttle's window
