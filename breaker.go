@@ -213,13 +213,10 @@ func (b *Breaker) now() time.Time {
 // nowNs is now in UnixNano, without building a time.Time on the real
 // clock.
 func (b *Breaker) nowNs() int64 {
-	switch {
-	case b.clk != nil:
-		return b.clk.Now().UnixNano()
-	case b.coarse != nil:
+	if b.coarse != nil { // set only on the real clock
 		return b.coarse.UnixNano()
 	}
-	return time.Now().UnixNano()
+	return now(b.clk).UnixNano()
 }
 
 // State returns the breaker's state now. An open breaker whose OpenFor has

@@ -24,11 +24,14 @@ type guard struct {
 func (g *guard) before(n int) StopReason {
 	if g.br != nil {
 		if n == 1 {
-			tk, ok := g.br.admit()
-			if !ok {
+			// A closed breaker admits with one load, here: admit is for
+			// the others.
+			if s := g.br.state.Load(); BreakerState(s&3) == BreakerClosed {
+				g.tk = ticket{state: s}
+			} else if g.tk, g.pending = g.br.admit(); !g.pending {
 				return StopBreakerOpen
 			}
-			g.tk, g.pending = tk, true
+			g.pending = true
 		} else if !g.br.allowRetry() {
 			return StopBreakerOpen
 		}
@@ -60,9 +63,16 @@ func (g *guard) attempted(outcome int8) {
 // before an outcome counts as nothing, and gives back its probe.
 func (g *guard) done() {
 	if g.pending {
-		g.pending = false
-		g.br.record(g.tk, g.outcome, g.sharedAt())
+		g.record()
 	}
+}
+
+// record is done's report, kept out of it so that it inlines.
+//
+//go:noinline
+func (g *guard) record() {
+	g.pending = false
+	g.br.record(g.tk, g.outcome, g.sharedAt())
 }
 
 // newGuard returns the guard of a call through th and br, either or both

@@ -157,13 +157,10 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 // nowNs is the time an attempt is counted at, in UnixNano: the injected
 // clock's, or the real one's, read once per tick.
 func (t *Throttle) nowNs() int64 {
-	switch {
-	case t.clk != nil:
-		return t.clk.Now().UnixNano()
-	case t.coarse != nil:
+	if t.coarse != nil { // set only on the real clock
 		return t.coarse.UnixNano()
 	}
-	return time.Now().UnixNano()
+	return now(t.clk).UnixNano()
 }
 
 // RejectProbability returns the probability with which the Throttle

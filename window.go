@@ -53,7 +53,17 @@ func (w *window) add(t time.Time, width int64, total, marked uint64) {
 // epochNs: a caller that counts twice at one time computes it once.
 func (w *window) addIn(e int64, total, marked uint64) {
 	b := &w.buckets[uint64(e)%windowBuckets]
-	delta := total<<32 | marked
+	if b.epoch.Load() != e {
+		w.addNew(e, total<<32|marked)
+		return
+	}
+	b.counts.Add(total<<32 | marked)
+}
+
+// addNew is addIn to a bucket that was last written in another epoch than
+// e, kept out of it so that it inlines.
+func (w *window) addNew(e int64, delta uint64) {
+	b := &w.buckets[uint64(e)%windowBuckets]
 	if old := b.epoch.Load(); old != e {
 		if old > e || !b.epoch.CompareAndSwap(old, e) {
 			if old > e { // a late write for a bucket already reused: drop it
