@@ -153,16 +153,21 @@ func (c *call) sample(level slog.Level, kind logKind, n int, reason string, at t
 	if c.t.LogSampling.Off {
 		return l
 	}
-	if at.IsZero() {
-		if c.clk != nil {
-			at = c.clk.Now()
-		} else {
-			// A window is a minute: the sampler's own coarse clock,
-			// read once per 10ms, spares a suppressed line a clock read.
-			at = c.t.sampler.clock.Now()
-		}
+	var ns int64
+	switch {
+	case !at.IsZero():
+		ns = at.UnixNano()
+	case c.clk != nil:
+		at = c.clk.Now()
+		ns = at.UnixNano()
+	default:
+		// A window is a minute: the sampler's own coarse clock, read
+		// once per 10ms, spares a suppressed line a clock read (and at
+		// stays zero: the sampler makes a time.Time of ns only for a
+		// summary).
+		ns = c.t.sampler.clock.UnixNano()
 	}
-	pass, due := c.t.sampler.admit(c.t.LogSampling, sampleKey{c.origin(), sampleClass(kind, c.status)}, at, level, reason, n, &c.hint)
+	pass, due := c.t.sampler.admitAt(c.t.LogSampling, sampleKey{c.origin(), sampleClass(kind, c.status)}, at, ns, level, reason, n, &c.hint)
 	for _, m := range due {
 		m.write(l)
 	}

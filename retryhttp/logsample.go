@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,21 +110,24 @@ type sampleState struct {
 	key    sampleKey // the group's, or the overflow group's
 	gone   bool      // forgotten by a sweep: a hint to it is stale
 	passed int       // lines of the streak written; -1: new
-	seen   time.Time // the latest line, written or not
+	seen   int64     // the latest line, written or not, UnixNano
 
-	n          int // lines suppressed in this window
-	first      time.Time
-	last       time.Time
-	reason     string
-	maxAttempt int
-	level      slog.Level
+	// The window's suppressed lines: how many, and the times of the first
+	// and the last, in UnixNano and as given (zero for a line of the
+	// sampler's clock, whose time.Time is made only for a summary).
+	n               int
+	firstNs, lastNs int64
+	first, last     time.Time
+	reason          string
+	maxAttempt      int
+	level           slog.Level
 }
 
 // logSampler holds a Transport's groups. Its zero value is ready.
 type logSampler struct {
 	mu        sync.Mutex
 	keys      map[sampleKey]*sampleState
-	nextSweep time.Time
+	nextSweep int64        // UnixNano; math.MinInt64 before the first line
 	clock     coarse.Clock // the time of a line whose call is on the real clock and untimed
 
 	// exhausted holds the origins whose Budget refused a retry and that
@@ -151,14 +155,22 @@ type summary struct {
 // lines repeat a group (a retry after a retry) skips the map. It is read
 // and written only under the sampler's lock.
 func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level slog.Level, reason string, attempt int, hint *sampleHint) (bool, []summary) {
-	window, first := cfg.window(), cfg.first()
+	return s.admitAt(cfg, k, now, now.UnixNano(), level, reason, attempt, hint)
+}
+
+// admitAt is admit at ns, the UnixNano of now; a zero now stands for
+// time.Unix(0, ns), a time of the sampler's coarse clock: a suppressed
+// line then builds no time.Time, and compares its times as integers.
+func (s *logSampler) admitAt(cfg LogSampling, k sampleKey, now time.Time, ns int64, level slog.Level, reason string, attempt int, hint *sampleHint) (bool, []summary) {
+	window, first := int64(cfg.window()), cfg.first()
 	var due []summary
 	s.mu.Lock()
 	if s.keys == nil {
 		s.keys = make(map[sampleKey]*sampleState)
+		s.nextSweep = math.MinInt64
 	}
-	if !now.Before(s.nextSweep) {
-		due = s.sweep(now, window)
+	if ns >= s.nextSweep {
+		due = s.sweep(ns, window)
 	}
 	var st *sampleState
 	if hint != nil && hint.st != nil && !hint.st.gone && hint.key == k {
@@ -171,24 +183,24 @@ func (s *logSampler) admit(cfg LogSampling, k sampleKey, now time.Time, level sl
 	}
 	if st.passed < 0 { // new
 		st.passed = 0
-	} else if now.Sub(st.seen) >= window { // quiet for a window: a new streak
+	} else if ns-st.seen >= window { // quiet for a window: a new streak
 		due = st.flush(st.key, due)
 		st.passed = 0
 	}
-	if st.n > 0 && now.Sub(st.first) >= window {
+	if st.n > 0 && ns-st.firstNs >= window {
 		due = st.flush(st.key, due)
 	}
-	st.seen = now
+	st.seen = ns
 	if st.passed < first {
 		st.passed++
 		s.mu.Unlock()
 		return true, due
 	}
 	if st.n == 0 {
-		st.first, st.level, st.maxAttempt = now, level, attempt
+		st.first, st.firstNs, st.level, st.maxAttempt = now, ns, level, attempt
 	}
 	st.n++
-	st.last, st.reason = now, reason
+	st.last, st.lastNs, st.reason = now, ns, reason
 	st.level = max(st.level, level)
 	st.maxAttempt = max(st.maxAttempt, attempt)
 	s.mu.Unlock() // not deferred: the suppressed path is the hot one
@@ -221,18 +233,18 @@ type sampleHint struct {
 // sweep writes the summaries of groups whose window has ended and forgets
 // the groups that went quiet, so that a group that stops failing still has
 // its count written and the map stays small. It runs once per window.
-func (s *logSampler) sweep(now time.Time, window time.Duration) []summary {
+func (s *logSampler) sweep(ns, window int64) []summary {
 	var due []summary
 	for k, st := range s.keys {
-		if st.n > 0 && now.Sub(st.first) >= window {
+		if st.n > 0 && ns-st.firstNs >= window {
 			due = st.flush(k, due)
 		}
-		if st.n == 0 && now.Sub(st.seen) >= window {
+		if st.n == 0 && ns-st.seen >= window {
 			st.gone = true
 			delete(s.keys, k)
 		}
 	}
-	s.nextSweep = now.Add(window)
+	s.nextSweep = ns + window
 	// In a stable order, not the map's: lines of one origin stay together.
 	slices.SortFunc(due, func(a, b summary) int {
 		return cmp.Or(strings.Compare(a.key.origin, b.key.origin), cmp.Compare(a.key.class, b.key.class))
@@ -246,7 +258,14 @@ func (st *sampleState) flush(k sampleKey, due []summary) []summary {
 	if st.n == 0 {
 		return due
 	}
-	due = append(due, summary{key: k, level: st.level, n: st.n, first: st.first, last: st.last, reason: st.reason, maxAttempt: st.maxAttempt})
+	first, last := st.first, st.last
+	if first.IsZero() {
+		first = time.Unix(0, st.firstNs)
+	}
+	if last.IsZero() {
+		last = time.Unix(0, st.lastNs)
+	}
+	due = append(due, summary{key: k, level: st.level, n: st.n, first: first, last: last, reason: st.reason, maxAttempt: st.maxAttempt})
 	st.n, st.reason, st.maxAttempt = 0, "", 0
 	return due
 }
