@@ -191,21 +191,12 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 	return t.k, t.maxReject, t.minRequests, t.width
 }
 
-// allow reports whether a request may be sent at ns (UnixNano), and counts
-// it if not; the draw (random) is made only when the probability is not
-// zero. It returns the epoch of ns, for answered: a request sent is
-// counted when its answer comes, with it, in the same bucket: one atomic
-// add per attempt, not two, and one epoch computed.
-func (t *Throttle) allow(ns int64) (epoch int64, ok bool) {
-	e := t.w.epochNs(ns, t.bucketWidth())
-	if t.zeroIn.Load() == e+1 {
-		return e, true // and t.on is false: the probability was noted zero
-	}
-	return e, t.allowSlow(ns, e)
-}
-
-// allowSlow is allow when the reject probability is not known to be zero
-// in epoch e.
+// allowSlow reports whether a request may be sent at ns (UnixNano), in
+// epoch e of the window, when the reject probability is not known to be
+// zero in e (guard.before tests that first, inline), and counts it if
+// not; the draw (random) is made only when the probability is not zero.
+// A request sent is counted when its answer comes, with it, in the same
+// bucket (see answered): one atomic add per attempt, not two.
 func (t *Throttle) allowSlow(ns, e int64) bool {
 	k, maxReject, minRequests, width := t.params()
 	at := time.Unix(0, ns)
