@@ -77,12 +77,29 @@ func (g *guard) done() {
 	}
 }
 
-// record is done's report, kept out of it so that it inlines.
+// record is done's report, kept out of it so that it inlines. A closed
+// breaker's success, the hot path, is Breaker.record's fast path by hand:
+// one load and one atomic add, no call.
 //
 //go:noinline
 func (g *guard) record() {
 	g.pending = false
-	g.br.record(g.tk, g.outcome, g.sharedAt())
+	br, ns := g.br, g.sharedAt()
+	if g.outcome != outcomeSuccess || g.tk.probe {
+		br.recordSlow(g.tk, g.outcome, ns)
+		return
+	}
+	if br.state.Load() != g.tk.state {
+		return // the breaker has moved on since this call began
+	}
+	if ns == 0 {
+		ns = br.nowNs()
+	}
+	width := br.width
+	if width == 0 {
+		width = bucketWidth(defaultBreakerWindow)
+	}
+	br.w.addIn(br.w.epochNs(ns, width), 1, 0)
 }
 
 // newGuard returns the guard of a call through th and br, either or both
