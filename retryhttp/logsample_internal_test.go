@@ -299,3 +299,29 @@ func TestLogSamplingStaleHint(t *testing.T) {
 	}
 	assert.Equal(t, 2, n, "the new streak's 1 line passed and 2 were suppressed")
 }
+
+// Lines of the sampler's coarse clock (an untimed attempt on the real
+// clock) come with no time.Time, only their UnixNano: their summary still
+// says when the first and the last suppressed line came, and mixed with
+// timed lines keeps the times those were given.
+func TestLogSamplingCoarseTimes(t *testing.T) {
+	t.Parallel()
+	var s logSampler
+	k := sampleKey{"https://api.example", sampleClass(logRetrying, 503)}
+	cfg := LogSampling{First: 1, Window: time.Second}
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixNano() }
+	pass, _ := s.admitAt(cfg, k, time.Time{}, at(0), slog.LevelInfo, "503 Service Unavailable", 1, nil)
+	require.True(t, pass)
+	pass, _ = s.admitAt(cfg, k, time.Time{}, at(100*time.Millisecond), slog.LevelInfo, "503 Service Unavailable", 2, nil)
+	require.False(t, pass)
+	timed := t0.Add(200 * time.Millisecond)
+	pass, _ = s.admitAt(cfg, k, timed, timed.UnixNano(), slog.LevelInfo, "timeout", 3, nil)
+	require.False(t, pass)
+	// A line after the window writes the summary first.
+	_, due := s.admitAt(cfg, k, time.Time{}, at(1100*time.Millisecond), slog.LevelInfo, "timeout", 1, nil)
+	require.Len(t, due, 1)
+	assert.Equal(t, 2, due[0].n)
+	assert.True(t, time.Unix(0, at(100*time.Millisecond)).Equal(due[0].first), "first: %v", due[0].first)
+	assert.Equal(t, timed, due[0].last)
+	assert.Equal(t, 3, due[0].maxAttempt)
+}
