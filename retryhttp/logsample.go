@@ -245,6 +245,9 @@ func (s *logSampler) sweep(ns, window int64) []summary {
 		}
 	}
 	s.nextSweep = ns + window
+	if s.nextSweep < ns { // a Window of centuries: no sweep before the end of time
+		s.nextSweep = math.MaxInt64
+	}
 	// In a stable order, not the map's: lines of one origin stay together.
 	slices.SortFunc(due, func(a, b summary) int {
 		return cmp.Or(strings.Compare(a.key.origin, b.key.origin), cmp.Compare(a.key.class, b.key.class))
