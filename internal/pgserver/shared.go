@@ -2,7 +2,10 @@ package pgserver
 
 import (
 	"fmt"
+	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // Shared is one server for a whole test package, started by TestMain so
@@ -43,6 +46,22 @@ func (sh *Shared) Stop() {
 		sh.tb.cleanups[i]()
 	}
 	sh.tb.cleanups = nil
+}
+
+// Run is the rest of a TestMain that called StartShared: it runs the
+// package's tests, stops the server, and fails the run if any goroutine
+// outlives them (every pool, renewal and connection must end with its
+// test). It returns the exit code for os.Exit.
+func (sh *Shared) Run(m *testing.M) int {
+	code := m.Run()
+	sh.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // mainTB is the testing.TB that StartShared gives Start: the server
