@@ -1,9 +1,9 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 )
 
@@ -140,13 +140,7 @@ type Budgets struct {
 	maxTokens, ratio float64 // zero means the default; set only by NewBudgets
 	maxKeys          int
 
-	// live answers Get without a lock, so that calls from many goroutines
-	// do not queue on one mutex to find a Budget that exists; m, under mu,
-	// is the same set, where a new key is added and one to forget is drawn
-	// at random.
-	live sync.Map // key → *Budget
-	mu   sync.Mutex
-	m    map[string]*Budget
+	k keyed[Budget]
 }
 
 // NewBudgets returns a Budgets whose Budgets hold maxTokens and give back
@@ -163,30 +157,9 @@ func NewBudgets(maxTokens, tokenRatio float64, maxKeys int) (*Budgets, error) {
 
 // Get returns the Budget of key, made on first use.
 func (bs *Budgets) Get(key string) *Budget {
-	if b, ok := bs.live.Load(key); ok {
-		return b.(*Budget)
-	}
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if b, ok := bs.m[key]; ok {
-		return b
-	}
-	maxKeys := bs.maxKeys
-	if maxKeys == 0 {
-		maxKeys = defaultBudgetKeys
-	}
-	if bs.m == nil {
-		bs.m = make(map[string]*Budget)
-	}
-	if len(bs.m) >= maxKeys {
-		for k := range bs.m { // map order is random: any one will do
-			delete(bs.m, k)
-			bs.live.Delete(k)
-			break
-		}
-	}
-	b := &Budget{maxTokens: bs.maxTokens, ratio: bs.ratio}
-	bs.m[key] = b
-	bs.live.Store(key, b)
-	return b
+	return bs.k.get(key, cmp.Or(bs.maxKeys, defaultBudgetKeys), bs.make, nil)
+}
+
+func (bs *Budgets) make(string) *Budget {
+	return &Budget{maxTokens: bs.maxTokens, ratio: bs.ratio}
 }

@@ -19,22 +19,32 @@ const defaultGuardKeys = defaultBudgetKeys
 const evictSamples = 8
 
 // keyed is a bounded map of key to *T, made on first use: the body of
-// Breakers and Throttles.
+// Budgets, Breakers and Throttles.
+//
+// live answers a key that exists without a lock, so that calls from many
+// goroutines do not queue on one mutex to find it; m, under mu, is the same
+// set, where a new key is added and one to forget is drawn.
 type keyed[T any] struct {
-	mu sync.Mutex
-	m  map[string]*T
+	live sync.Map // key → *T
+	mu   sync.Mutex
+	m    map[string]*T
 }
 
 // get returns the value of key, made by mk when new; when the map holds
-// maxKeys already, it forgets one, idle if one of a few looked at is.
+// maxKeys already, it forgets one, idle if one of a few looked at is (nil
+// idle: any one will do).
 func (k *keyed[T]) get(key string, maxKeys int, mk func(key string) *T, idle func(*T) bool) *T {
+	if v, ok := k.live.Load(key); ok {
+		return v.(*T)
+	}
+	return k.add(key, maxKeys, mk, idle)
+}
+
+func (k *keyed[T]) add(key string, maxKeys int, mk func(key string) *T, idle func(*T) bool) *T {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if v, ok := k.m[key]; ok {
 		return v
-	}
-	if maxKeys <= 0 {
-		maxKeys = defaultGuardKeys
 	}
 	if k.m == nil {
 		k.m = make(map[string]*T)
@@ -42,17 +52,19 @@ func (k *keyed[T]) get(key string, maxKeys int, mk func(key string) *T, idle fun
 	if len(k.m) >= maxKeys {
 		victim, looked := "", 0
 		for key, v := range k.m { // map order is random
-			if looked == 0 || idle(v) {
+			if looked == 0 || idle == nil || idle(v) {
 				victim = key
 			}
-			if looked++; looked == evictSamples || idle(v) {
+			if looked++; looked == evictSamples || idle == nil || idle(v) {
 				break
 			}
 		}
 		delete(k.m, victim)
+		k.live.Delete(victim)
 	}
 	v := mk(key)
 	k.m[key] = v
+	k.live.Store(key, v)
 	return v
 }
 
@@ -113,7 +125,7 @@ func NewBreakers(o BreakerOptions, maxKeys int) (*Breakers, error) {
 
 // Get returns the Breaker of key, made on first use.
 func (bs *Breakers) Get(key string) *Breaker {
-	return bs.k.get(key, bs.maxKeys, bs.make, func(b *Breaker) bool { return b.allowRetry() })
+	return bs.k.get(key, cmp.Or(bs.maxKeys, defaultGuardKeys), bs.make, func(b *Breaker) bool { return b.allowRetry() })
 }
 
 func (bs *Breakers) make(key string) *Breaker {
@@ -170,7 +182,7 @@ func NewThrottles(o ThrottleOptions, maxKeys int) (*Throttles, error) {
 
 // Get returns the Throttle of key, made on first use.
 func (ts *Throttles) Get(key string) *Throttle {
-	return ts.k.get(key, ts.maxKeys, ts.make, func(t *Throttle) bool { return !t.on.Load() })
+	return ts.k.get(key, cmp.Or(ts.maxKeys, defaultGuardKeys), ts.make, func(t *Throttle) bool { return !t.on.Load() })
 }
 
 func (ts *Throttles) make(key string) *Throttle {
