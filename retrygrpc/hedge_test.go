@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,11 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/retryconfig"
@@ -302,32 +299,6 @@ func TestHedgeTraceAndSummary(t *testing.T) {
 		require.Len(t, sums, 1)
 		assert.Equal(t, codes.Unavailable, sums[0].Code)
 	})
-}
-
-// dialRaw serves what register registers on bufconn and returns a
-// ClientConn to it with opts; both are closed when the test ends.
-func dialRaw(t *testing.T, register func(*grpc.Server), opts ...grpc.DialOption) *grpc.ClientConn {
-	t.Helper()
-	buf := bufconn.Listen(1 << 16)
-	s := grpc.NewServer(grpc.WaitForHandlers(true))
-	register(s)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = s.Serve(buf)
-	}()
-	opts = append([]grpc.DialOption{
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	}, opts...)
-	cc, err := grpc.NewClient("passthrough:///bufconn", opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cc.Close()
-		s.Stop()
-		<-served
-	})
-	return cc
 }
 
 // A copy that fails after its response header has committed the call (A6):

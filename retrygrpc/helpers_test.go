@@ -258,13 +258,27 @@ func dialConn(t *testing.T, srv *server, opts ...grpc.DialOption) *grpc.ClientCo
 // wrapped around each connection the server accepts.
 func dialWith(t *testing.T, srv *server, sopts []grpc.ServerOption, wrap func(net.Conn) net.Conn, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
+	return dialServe(t, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) }, sopts, wrap, opts...)
+}
+
+// dialRaw serves what register registers on bufconn and returns a
+// ClientConn to it with opts; both are closed when the test ends.
+func dialRaw(t *testing.T, register func(*grpc.Server), opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	return dialServe(t, register, nil, nil, opts...)
+}
+
+// dialServe is dialRaw with options for the server, and wrap, if not nil,
+// wrapped around each connection the server accepts.
+func dialServe(t *testing.T, register func(*grpc.Server), sopts []grpc.ServerOption, wrap func(net.Conn) net.Conn, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
 	buf := bufconn.Listen(1 << 16)
 	var lis net.Listener = buf
 	if wrap != nil {
 		lis = wrappedListener{buf, wrap}
 	}
 	s := grpc.NewServer(append(sopts, grpc.WaitForHandlers(true))...)
-	testgrpc.RegisterTestServiceServer(s, srv)
+	register(s)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
