@@ -24,3 +24,6 @@ func Live(j *FileJournal) int64 {
 
 // LockByFile is the lock of systems without flock, to test it everywhere.
 var LockByFile = lockByFile
+
+// Preallocate is how the journal reserves (and zeroes) its file's blocks.
+var Preallocate = preallocate

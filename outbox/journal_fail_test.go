@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -55,4 +56,83 @@ func TestRunStopsOnJournalError(t *testing.T) {
 	assert.Equal(t, key, es[0].Op.Key)
 	assert.Equal(t, outbox.Pending, es[0].State)
 	assert.Equal(t, 0, es[0].Attempts)
+}
+
+// gatedJournal holds each Add until release is closed, then fails it with
+// addErr when set: an Add that a slow disk keeps in flight.
+type gatedJournal struct {
+	outbox.Journal
+	entered chan struct{}
+	release chan struct{}
+	addErr  error
+}
+
+func (g *gatedJournal) Add(ctx context.Context, e outbox.Entry) error {
+	g.entered <- struct{}{}
+	<-g.release
+	if g.addErr != nil {
+		return g.addErr
+	}
+	return g.Journal.Add(ctx, e)
+}
+
+// A second Enqueue of a key whose first Enqueue is still writing waits for
+// that write and reports its outcome: the key once it is durable, the
+// first call's error when it failed, its own ctx's cause when it gives up
+// first. It never writes the op a second time.
+func TestEnqueueSameKeyWhileTheFirstWrites(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		addErr  error
+		giveUp  bool
+		wantErr error
+	}{
+		{name: "first succeeds"},
+		{name: "first fails", addErr: errDiskFull, wantErr: errDiskFull},
+		{name: "second gives up", giveUp: true, wantErr: context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fj := openJournal(t, filepath.Join(t.TempDir(), "journal"))
+				g := &gatedJournal{Journal: fj, entered: make(chan struct{}, 2), release: make(chan struct{}), addErr: tc.addErr}
+				o, err := outbox.New(g, outbox.Options{Clock: retrytest.NewAutoClock()})
+				require.NoError(t, err)
+				op := outbox.Op{Key: "k1", Kind: "pay", Payload: []byte("a")}
+				first := make(chan error, 1)
+				go func() { _, err := o.Enqueue(context.Background(), op); first <- err }()
+				<-g.entered // the first Add is in flight
+
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				second := make(chan error, 1)
+				go func() { _, err := o.Enqueue(ctx, op); second <- err }()
+				synctest.Wait() // both are blocked now: the first in Add, the second on it
+				select {
+				case err := <-second:
+					t.Fatalf("the second Enqueue returned %v before the first's write ended", err)
+				default:
+				}
+				if tc.giveUp {
+					cancel()
+					require.ErrorIs(t, <-second, context.Canceled)
+					close(g.release)
+					require.NoError(t, <-first)
+					return
+				}
+				close(g.release)
+				err = <-second
+				if tc.wantErr != nil {
+					require.ErrorIs(t, err, tc.wantErr)
+					require.ErrorIs(t, <-first, tc.wantErr)
+					assert.Empty(t, load(t, fj))
+					return
+				}
+				require.NoError(t, err)
+				require.NoError(t, <-first)
+				assert.Len(t, load(t, fj), 1)
+				assert.Empty(t, g.entered, "the op was written once")
+			})
+		})
+	}
 }

@@ -100,14 +100,17 @@ type Outbox struct {
 // item is the Outbox's state of one op.
 type item struct {
 	e        Entry
-	index    int           // in the heap; -1 when not there
-	ageIndex int           // in byAge; -1 when not there
-	durable  chan struct{} // closed once Add returned
-	addErr   error
-	out      *outcome // replaced by Redrive
-	err      error    // the last attempt's error, in this process
-	redrive  bool     // a Redrive is writing
-	inCall   bool     // counted as running, see callStarted
+	index    int // in the heap; -1 when not there
+	ageIndex int // in byAge; -1 when not there
+	// adding is set while Enqueue's Add runs; durable, made only when a
+	// second Enqueue of the same key has to wait for it, is closed then.
+	adding  bool
+	durable chan struct{}
+	addErr  error
+	out     *outcome // replaced by Redrive
+	err     error    // the last attempt's error, in this process
+	redrive bool     // a Redrive is writing
+	inCall  bool     // counted as running, see callStarted
 	// inCallOwn, counted and dead say where Stats counts the op.
 	inCallOwn, counted, dead bool
 	call                     uint64 // calls started, see callStarted
@@ -197,7 +200,7 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: load journal: %w", err)
 	}
 	for _, e := range entries {
-		p := &item{e: e, index: -1, ageIndex: -1, durable: closedChan, out: newOutcome()}
+		p := &item{e: e, index: -1, ageIndex: -1, out: newOutcome()}
 		if e.LastError != "" {
 			p.err = errors.New(e.LastError)
 		}
@@ -217,8 +220,6 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	}
 	return o, nil
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Handle sets the handler of ops of the given kind, replacing any before.
 // Set handlers before Run; ops of a kind with no handler stay pending,
@@ -265,34 +266,46 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 
 	o.mu.Lock()
 	if old, ok := o.ops[op.Key]; ok {
+		if old.adding { // the same op, enqueued by another call just now
+			if old.durable == nil {
+				old.durable = make(chan struct{})
+			}
+			durable := old.durable
+			o.mu.Unlock()
+			select {
+			case <-durable:
+			case <-ctx.Done():
+				return "", context.Cause(ctx)
+			}
+			o.mu.Lock()
+		}
+		addErr := old.addErr
+		conflict := old.e.Op.Kind != op.Kind || !bytes.Equal(old.e.Op.Payload, op.Payload) && old.e.State != Succeeded
 		o.mu.Unlock()
-		select { // the same op, enqueued by another call just now
-		case <-old.durable:
-		case <-ctx.Done():
-			return "", context.Cause(ctx)
-		}
-		if old.addErr != nil {
-			return "", old.addErr
-		}
-		if old.e.Op.Kind != op.Kind || !bytes.Equal(old.e.Op.Payload, op.Payload) && old.e.State != Succeeded {
+		switch {
+		case addErr != nil:
+			return "", addErr
+		case conflict:
 			return "", ErrKeyConflict
 		}
 		return op.Key, nil
 	}
-	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, ageIndex: -1, durable: make(chan struct{}), out: newOutcome()}
+	p := &item{e: Entry{Op: op, State: Pending, Next: now, Enqueued: now}, index: -1, ageIndex: -1, adding: true, out: newOutcome()}
 	o.ops[op.Key] = p
 	o.mu.Unlock()
 
 	err = o.j.Add(ctx, p.e)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	p.adding = false
+	if p.durable != nil {
+		close(p.durable)
+	}
 	if err != nil {
 		p.addErr = fmt.Errorf("outbox: enqueue: %w", err)
 		delete(o.ops, op.Key)
-		close(p.durable)
 		return "", p.addErr
 	}
-	close(p.durable)
 	heap.Push(&o.due, p)
 	o.unfinishedAdd(p)
 	o.poke()
@@ -303,6 +316,11 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 // outcome; a failed op is a Result, not an error. It fails with
 // [ErrUnknownKey] for a key the Outbox does not hold, or with ctx's cause
 // when ctx ends first. It waits only: Run must run for the op to finish.
+//
+// Over a [SharedJournal] it also waits for ops this Outbox did not
+// enqueue: one committed with a business row (pgjournal's EnqueueTx) or
+// by another process. It asks the journal for a key it does not hold, and
+// Run's polls then see the op finish, here or elsewhere.
 func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 	o.mu.Lock()
 	p, ok := o.ops[key]
@@ -311,6 +329,13 @@ func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 		out = p.out
 	}
 	o.mu.Unlock()
+	if !ok && o.shared != nil {
+		var err error
+		if out, err = o.adopt(ctx, key); err != nil {
+			return Result{}, err
+		}
+		ok = out != nil
+	}
 	if !ok {
 		return Result{}, ErrUnknownKey
 	}

@@ -54,7 +54,7 @@ func appendRecord(b []byte, typ byte, e *Entry) []byte {
 	b = appendString(b, e.Op.Key)
 	if typ == recAdd {
 		b = appendString(b, e.Op.Kind)
-		b = appendString(b, string(e.Op.Payload))
+		b = appendString(b, e.Op.Payload) // no string(): that would copy it
 		b = appendTime(b, e.Enqueued)
 	}
 	b = appendTime(b, e.Op.NotAfter)
@@ -90,7 +90,7 @@ func appendTrace(b []byte, t *retry.Trace) []byte {
 	return b
 }
 
-func appendString(b []byte, s string) []byte {
+func appendString[T string | []byte](b []byte, s T) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }

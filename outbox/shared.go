@@ -212,7 +212,7 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 	o.mu.Lock()
 	p, known := o.ops[key]
 	if !known {
-		p = &item{index: -1, ageIndex: -1, durable: closedChan, out: newOutcome()}
+		p = &item{index: -1, ageIndex: -1, out: newOutcome()}
 		if e.LastError != "" {
 			p.err = errors.New(e.LastError)
 		}
@@ -332,6 +332,36 @@ func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error
 		}
 	}
 	return nil
+}
+
+// adopt reads an op this Outbox does not hold from the shared journal,
+// for Wait, and holds it from then on, so that refresh (or a claim here)
+// finishes it. It returns nil for a key the journal does not hold either.
+func (o *Outbox) adopt(ctx context.Context, key string) (*outcome, error) {
+	es, err := o.shared.j.Get(ctx, []string{key})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: wait: %w", err)
+	}
+	if len(es) == 0 {
+		return nil, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p, ok := o.ops[key]; ok { // claimed or adopted here meanwhile
+		return p.out, nil
+	}
+	e := es[0]
+	e.Lease = ""
+	p := &item{e: e, index: -1, ageIndex: -1, out: newOutcome()}
+	if e.LastError != "" {
+		p.err = errors.New(e.LastError)
+	}
+	if e.State != Pending {
+		p.out.res = p.result()
+		close(p.out.done)
+	}
+	o.ops[key] = p
+	return p.out, nil
 }
 
 // release gives e's lease back, so that another process may claim the op

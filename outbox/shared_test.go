@@ -313,3 +313,68 @@ func TestSharedWaitSeesAnotherProcessFinish(t *testing.T) {
 		assert.ErrorIs(t, stopB(), context.Canceled)
 	})
 }
+
+// Over a SharedJournal, Wait also waits for an op this Outbox did not
+// enqueue: one committed straight into the journal (as pgjournal's
+// EnqueueTx commits it with a business row), whether it is still pending,
+// already finished, or finished by another process; a key the journal does
+// not hold either is ErrUnknownKey.
+func TestSharedWaitForAnOpEnqueuedOutsideTheOutbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		ctx := context.Background()
+		direct := m.handle() // the journal, written to without the Outbox
+		add := func(kind string) string {
+			e, err := outbox.NewEntry(outbox.Op{Kind: kind}, time.Now(), 0)
+			require.NoError(t, err)
+			require.NoError(t, direct.Add(ctx, e))
+			return e.Op.Key
+		}
+		a := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		var calls atomic.Int32
+		a.Handle("send", func(ctx context.Context, op outbox.Op) error { calls.Add(1); return nil })
+		b := newShared(t, m, outbox.Options{PollInterval: time.Second})
+		b.Handle("mail", func(ctx context.Context, op outbox.Op) error { return retry.Permanent(errors.New("bounced")) })
+
+		_, err := a.Wait(ctx, "no-such-key")
+		require.ErrorIs(t, err, outbox.ErrUnknownKey)
+
+		// Pending when Wait starts, run here.
+		pending := add("send")
+		waited := make(chan outbox.Result, 1)
+		go func() {
+			r, err := a.Wait(ctx, pending)
+			assert.NoError(t, err)
+			waited <- r
+		}()
+		synctest.Wait()
+		require.Empty(t, waited, "Wait returned before anything ran the op")
+		stopA := startRun(a)
+		r := <-waited
+		assert.Equal(t, outbox.Succeeded, r.State)
+		assert.Equal(t, int32(1), calls.Load(), "handler calls")
+
+		// Finished by another process, after a's Wait began.
+		mail := add("mail")
+		go func() {
+			r, err := a.Wait(ctx, mail)
+			assert.NoError(t, err)
+			waited <- r
+		}()
+		synctest.Wait()
+		stopB := startRun(b)
+		r = <-waited
+		assert.Equal(t, outbox.Failed, r.State)
+		assert.ErrorContains(t, r.Err, "bounced")
+		assert.ErrorIs(t, stopB(), context.Canceled)
+		assert.ErrorIs(t, stopA(), context.Canceled)
+
+		// Already finished: answered from the journal, with no Run.
+		c := newShared(t, m, outbox.Options{})
+		r, err = c.Wait(ctx, mail)
+		require.NoError(t, err)
+		assert.Equal(t, outbox.Failed, r.State)
+		assert.Equal(t, 1, r.Attempts)
+		assert.Equal(t, int32(1), calls.Load(), "Wait ran nothing")
+	})
+}

@@ -59,8 +59,8 @@ func waitAll(t *testing.T, j *pgjournal.Journal, n int) []outbox.Entry {
 
 // Two processes (each its own pool, Journal and Outbox) share one table:
 // ops enqueued in a business transaction or by Enqueue run once each,
-// under their key, and Wait in the enqueuing process sees the outcome
-// wherever the op ran.
+// under their key, and Wait in either process sees the outcome wherever
+// the op ran, the ops of EnqueueTx included.
 func TestOutboxesShareOnePostgres(t *testing.T) {
 	url := pg(t).NewDatabase(t)
 	ctx := context.Background()
@@ -86,10 +86,12 @@ func TestOutboxesShareOnePostgres(t *testing.T) {
 	for i := range n {
 		op := outbox.Op{Kind: "send", Payload: []byte(fmt.Sprint(i))}
 		if i%2 == 0 {
-			require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				_, err := journals[0].EnqueueTx(ctx, tx, op)
+			var k string
+			require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+				k, err = journals[0].EnqueueTx(ctx, tx, op)
 				return err
 			}))
+			keys = append(keys, k) // Wait knows it from the table
 			continue
 		}
 		k, err := outs[i%4/2].Enqueue(ctx, op)
