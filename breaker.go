@@ -336,7 +336,7 @@ const (
 // record counts one outcome of a call admitted with tk, at ns (UnixNano)
 // if it is not zero: a time the caller read on the breaker's clock, which
 // saves a read. A success of a closed breaker's call, the hot path, is one
-// atomic load and one atomic add into a bucket (guard.record has a copy).
+// atomic load and one atomic add into a bucket (guard.attempted has a copy).
 func (b *Breaker) record(tk ticket, outcome int8, ns int64) {
 	if outcome != outcomeSuccess || tk.probe {
 		b.recordSlow(tk, outcome, ns)
@@ -348,11 +348,16 @@ func (b *Breaker) record(tk ticket, outcome int8, ns int64) {
 	if ns == 0 {
 		ns = b.nowNs()
 	}
-	width := b.width
-	if width == 0 {
-		width = bucketWidth(defaultBreakerWindow)
+	b.w.addIn(b.w.epochNs(ns, b.bucketWidth()), 1, 0)
+}
+
+// bucketWidth is the width of a bucket of b's window; the zero Breaker has
+// the default Window.
+func (b *Breaker) bucketWidth() int64 {
+	if b.width == 0 {
+		return bucketWidth(defaultBreakerWindow)
 	}
-	b.w.addIn(b.w.epochNs(ns, width), 1, 0)
+	return b.width
 }
 
 // recordSlow is record for a probe or a call that did not succeed.

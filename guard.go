@@ -9,14 +9,16 @@ import (
 // for one call: the breaker's ticket, and when the throttle counted the
 // current attempt. A Policy with neither pays two nil checks per attempt.
 type guard struct {
-	th      *Throttle
-	br      *Breaker
-	tk      ticket
-	pending bool  // the breaker admitted the call and has not been told how it went
-	shared  bool  // th and br read the same clock: the breaker reuses at
-	outcome int8  // of the latest attempt
-	at      int64 // when the throttle counted the latest attempt, UnixNano
-	epoch   int64 // of at in the throttle's window
+	th       *Throttle
+	br       *Breaker
+	tk       ticket
+	pending  bool  // the breaker admitted the call and has not been told how it went
+	shared   bool  // th and br read the same clock: the breaker reuses at
+	outcome  int8  // of the latest attempt
+	mayProbe bool  // a deferred done holds the call: before may take a half-open probe
+	retake   bool  // before refused a probe for want of mayProbe: run the call again with it
+	at       int64 // when the throttle counted the latest attempt, UnixNano
+	epoch    int64 // of at in the throttle's window
 }
 
 // before reports whether attempt n may be sent, or why not. The breaker
@@ -28,6 +30,11 @@ func (g *guard) before(n int) StopReason {
 			// the others.
 			if s := g.br.state.Load(); BreakerState(s&3) == BreakerClosed {
 				g.tk = ticket{state: s}
+			} else if !g.mayProbe {
+				// The breaker left closed since the call began: a probe
+				// must be held by a defer, and this call has none.
+				g.retake = true
+				return StopBreakerOpen
 			} else if g.tk, g.pending = g.br.admit(); !g.pending {
 				return StopBreakerOpen
 			}
@@ -52,60 +59,85 @@ func (g *guard) before(n int) StopReason {
 	return StopNone
 }
 
-// attempted tells the throttle, and the breaker if it counts attempts, how
-// an attempt went.
-func (g *guard) attempted(outcome int8) {
-	g.outcome = outcome
-	if g.th != nil {
-		if outcome != outcomeFailure { // Throttle.answered's fast path, inline
-			g.th.w.addIn(g.epoch, 1, 1)
-		} else {
-			g.th.answered(g.epoch, false)
-		}
+// succeeded is attempted(outcomeSuccess), the hot path: the call is over,
+// and the breaker hears of it at once rather than from report. A closed
+// breaker's success is Breaker.record's fast path by hand, and an accept
+// Throttle.answered's: a load and an atomic add each, no call.
+func (g *guard) succeeded() {
+	g.outcome = outcomeSuccess
+	if th := g.th; th != nil && !th.w.addCur(g.epoch, 1<<32|1) {
+		th.w.addNew(g.epoch, 1<<32|1)
 	}
-	if g.br != nil && g.br.countAttempts {
-		g.br.record(g.tk, outcome, g.sharedAt())
-		g.pending, g.tk.probe = false, false // only the first attempt probes
-	}
-}
-
-// done tells the breaker how the call went, once. A call that panicked
-// before an outcome counts as nothing, and gives back its probe.
-func (g *guard) done() {
-	if g.pending {
-		g.record()
-	}
-}
-
-// record is done's report, kept out of it so that it inlines. A closed
-// breaker's success, the hot path, is Breaker.record's fast path by hand:
-// one load and one atomic add, no call.
-//
-//go:noinline
-func (g *guard) record() {
-	g.pending = false
-	br, ns := g.br, g.sharedAt()
-	if g.outcome != outcomeSuccess || g.tk.probe {
-		br.recordSlow(g.tk, g.outcome, ns)
+	br := g.br
+	switch {
+	case br == nil:
+		return
+	case br.countAttempts:
+		g.report()
+		g.tk.probe = false
+		return
+	case !g.pending:
+		return
+	case g.tk.probe:
+		g.report()
 		return
 	}
+	g.pending = false
 	if br.state.Load() != g.tk.state {
 		return // the breaker has moved on since this call began
 	}
+	ns := g.sharedAt()
 	if ns == 0 {
 		ns = br.nowNs()
 	}
-	width := br.width
-	if width == 0 {
-		width = bucketWidth(defaultBreakerWindow)
+	if e := br.w.epochNs(ns, br.bucketWidth()); !br.w.addCur(e, 1<<32) {
+		br.w.addNew(e, 1<<32)
 	}
-	br.w.addIn(br.w.epochNs(ns, width), 1, 0)
 }
 
-// newGuard returns the guard of a call through th and br, either or both
-// nil.
-func newGuard(th *Throttle, br *Breaker) guard {
-	g := guard{th: th, br: br}
+// attempted tells the throttle, and the breaker if it counts attempts, how
+// an attempt other than a success went (see succeeded).
+func (g *guard) attempted(outcome int8) {
+	g.outcome = outcome
+	if g.th != nil {
+		g.th.answered(g.epoch, outcome != outcomeFailure)
+	}
+	if g.br != nil && g.br.countAttempts {
+		g.report()
+		g.tk.probe = false // only the first attempt probes
+	}
+}
+
+// report tells the breaker the outcome of the latest attempt, as the
+// call's, or as the attempt's if it counts attempts.
+func (g *guard) report() {
+	g.pending = false
+	g.br.record(g.tk, g.outcome, g.sharedAt())
+}
+
+// done is deferred by a Do that may hold a half-open probe: if the call
+// has not reported, it panicked (or its goroutine exited) before it could;
+// it counts as nothing, and gives back its probe.
+func (g *guard) done() {
+	if g.pending {
+		g.outcome = outcomeNone
+		g.report()
+	}
+}
+
+// finish is deferred by a Hedge: it reports how the call went, on every
+// exit, a panic included.
+func (g *guard) finish() {
+	if g.pending {
+		g.report()
+	}
+}
+
+// init makes g the guard of a call through th and br, either or both nil.
+// It fills g in place: a guard returned by value and copied would be
+// stored in pieces and loaded whole, which stalls the store forwarding.
+func (g *guard) init(th *Throttle, br *Breaker) {
+	g.th, g.br = th, br
 	// A clock read costs more than the rest of an allowed attempt (tens of
 	// nanoseconds, more in some sandboxes): one read serves both when they
 	// share a clock, as they should.
@@ -114,7 +146,6 @@ func newGuard(th *Throttle, br *Breaker) guard {
 		// of two interfaces (a runtime call).
 		g.shared = th.clk == nil && br.clk == nil || th.clkCmp && br.clkComparable && th.clk == br.clk
 	}
-	return g
 }
 
 // sharedAt is the time the throttle read for the latest attempt, if the

@@ -309,8 +309,9 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 	// never takes a half-open breaker's probe.
 	var g guard
 	if p.Throttle != nil || p.Breaker != nil {
-		g = newGuard(p.Throttle, p.Breaker)
-		defer g.done()
+		g.init(p.Throttle, p.Breaker)
+		g.mayProbe = true
+		defer g.finish()
 		if stop := g.before(1); stop != StopNone {
 			t.stop = stop
 			return v, &StopError{Stop: stop}
@@ -357,7 +358,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 					p.Budget.succeeded()
 				}
 				if g.th != nil || g.br != nil {
-					g.attempted(outcomeSuccess)
+					g.succeeded()
 				}
 				return res.v, nil
 			}

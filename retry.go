@@ -112,13 +112,38 @@ func callOnDone(ctx context.Context, onDone func(context.Context, Trace, error),
 // (which would keep run's own from being open-coded).
 func (p *Policy) guarded() bool { return p.Throttle != nil || p.Breaker != nil }
 
-// runGuarded is run through the Policy's Throttle and Breaker. The guard
-// tells the breaker how the call went on every exit, a panic included, so
-// that a probe is never lost.
+// runGuarded is run through the Policy's Throttle and Breaker. A closed
+// breaker's call holds nothing that a panic could lose, and is told how it
+// went when run returns, with no defer; a call that may take a half-open
+// probe takes runProbing, which gives the probe back on a panic.
 func (p *Policy) runGuarded(ctx context.Context, op func(context.Context) error, t *Trace) error {
-	g := newGuard(p.Throttle, p.Breaker)
+	var g guard
+	g.init(p.Throttle, p.Breaker)
+	if g.br != nil && BreakerState(g.br.state.Load()&3) != BreakerClosed {
+		return p.runProbing(ctx, op, t, &g)
+	}
+	err := p.run(ctx, op, t, &g)
+	if g.pending {
+		g.report()
+	} else if g.retake {
+		// The breaker left closed before the first attempt: nothing was
+		// sent or counted, and the call starts again, holding its probe.
+		*t = Trace{}
+		g.retake = false
+		return p.runProbing(ctx, op, t, &g)
+	}
+	return err
+}
+
+// runProbing is runGuarded for a call that may take a half-open probe.
+func (p *Policy) runProbing(ctx context.Context, op func(context.Context) error, t *Trace, g *guard) error {
+	g.mayProbe = true
 	defer g.done()
-	return p.run(ctx, op, t, &g)
+	err := p.run(ctx, op, t, g)
+	if g.pending {
+		g.report()
+	}
+	return err
 }
 
 // run is the one retry loop behind Do and DoValue. p is the caller's copy;
@@ -212,7 +237,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 				budget.succeeded()
 			}
 			if g != nil {
-				g.attempted(outcomeSuccess)
+				g.succeeded()
 			}
 			break
 		}

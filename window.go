@@ -52,12 +52,21 @@ func (w *window) add(t time.Time, width int64, total, marked uint64) {
 // addIn counts total and marked in epoch e, which its caller got from
 // epochNs: a caller that counts twice at one time computes it once.
 func (w *window) addIn(e int64, total, marked uint64) {
+	if !w.addCur(e, total<<32|marked) {
+		w.addNew(e, total<<32|marked)
+	}
+}
+
+// addCur is addIn's fast path, small enough to inline into the hot paths:
+// it adds delta (total<<32 | marked) to e's bucket if that bucket is
+// already e's, and reports whether it did; if not, the caller calls addNew.
+func (w *window) addCur(e int64, delta uint64) bool {
 	b := &w.buckets[uint64(e)%windowBuckets]
 	if b.epoch.Load() != e {
-		w.addNew(e, total<<32|marked)
-		return
+		return false
 	}
-	b.counts.Add(total<<32 | marked)
+	b.counts.Add(delta)
+	return true
 }
 
 // addNew is addIn to a bucket that was last written in another epoch than
