@@ -84,7 +84,8 @@ func (s BreakerState) String() string {
 // fails. A call fails, for the breaker, when it ends on an error the
 // Classifier would retry; a success and an error it would not retry (a
 // 400: the service answered) count as successes, and a call cut short by
-// its caller's ctx counts as nothing (a probe so ended is given back).
+// its caller's ctx, or by a panic in [Do], counts as nothing (a probe so
+// ended is given back).
 //
 // A refused call is never sent, never waits, and stops with
 // [StopBreakerOpen] and an error matching [ErrBreakerOpen] and

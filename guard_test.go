@@ -1,0 +1,134 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// beginCtx runs hook the first time Do asks it whether it has ended: after
+// Do saw the breaker closed and chose its path, before the first attempt.
+type beginCtx struct {
+	context.Context
+	once sync.Once
+	hook func()
+}
+
+func (c *beginCtx) Err() error {
+	c.once.Do(c.hook)
+	return c.Context.Err()
+}
+
+// A call that began while the breaker was closed and finds it half-open at
+// its first attempt takes a probe, as a call begun then would; and finds
+// it refused if the breaker is still open.
+func TestBreakerLeftClosedAsACallBegins(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		wait  time.Duration // after the breaker opens, before the first attempt
+		want  error
+		stop  retry.StopReason
+		sent  int64
+		state retry.BreakerState
+	}{
+		{"half-open: the call probes", 10 * time.Second, nil, retry.StopSuccess, 1, retry.BreakerClosed},
+		{"open: the call is refused", 0, retry.ErrBreakerOpen, retry.StopBreakerOpen, 0, retry.BreakerOpen},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, clk, p := breakerCase(t, retry.BreakerOptions{Probes: 1})
+			th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+			require.NoError(t, err)
+			p.Throttle = th
+			ctx := &beginCtx{Context: context.Background(), hook: func() {
+				open(t, b, p, 4)
+				clk.Add(tc.wait)
+			}}
+			var sent atomic.Int64
+			tr, err := retry.Do(ctx, func(context.Context) error { sent.Add(1); return nil }, p)
+			if tc.want == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.want)
+			}
+			assert.Equal(t, tc.stop, tr.Stop())
+			assert.Equal(t, tc.sent, sent.Load())
+			assert.Equal(t, int(tc.sent), tr.Attempts(), "the start refused for want of a probe is not in the Trace")
+			assert.Equal(t, tc.state, b.State())
+		})
+	}
+}
+
+// Calls that began while the breaker was closed and race for its probes
+// once it is half-open take exactly Probes of them between them.
+func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
+	t.Parallel()
+	const calls, probes = 200, 3
+	b, clk, once := breakerCase(t, retry.BreakerOptions{Probes: probes})
+	p := once
+	p.MaxAttempts = 3 // a retry never takes a probe
+	var begun, wg sync.WaitGroup
+	begun.Add(calls)
+	trip := make(chan struct{})
+	release := make(chan struct{})
+	var sent, refused atomic.Int64
+	for range calls {
+		ctx := &beginCtx{Context: context.Background(), hook: func() { begun.Done(); <-trip }}
+		wg.Go(func() {
+			_, err := retry.Do(ctx, func(context.Context) error {
+				sent.Add(1)
+				<-release
+				return nil
+			}, p)
+			if errors.Is(err, retry.ErrBreakerOpen) {
+				refused.Add(1)
+			}
+		})
+	}
+	begun.Wait() // every call saw the breaker closed
+	open(t, b, once, 4)
+	clk.Add(10 * time.Second)
+	close(trip)
+	// Each call is either sent, and blocks until released, or refused.
+	deadline := time.After(watchdog)
+	for sent.Load()+refused.Load() < calls {
+		select {
+		case <-deadline:
+			require.FailNow(t, "timed out", "%d sent, %d refused", sent.Load(), refused.Load())
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int64(probes), sent.Load())
+	assert.Equal(t, int64(calls-probes), refused.Load())
+	assert.Equal(t, retry.BreakerClosed, b.State())
+}
+
+// A call that panics counts as nothing for the breaker, even after a
+// failed attempt: it never ended, and neither failed nor succeeded (as a
+// call its caller cancels). A panicked probe is given back
+// (TestBreakerPanickedProbeIsGivenBack).
+func TestBreakerPanickedCallCountsAsNothing(t *testing.T) {
+	t.Parallel()
+	b, _, p := breakerCase(t, retry.BreakerOptions{})
+	p.MaxAttempts = 2
+	p.OnRetry = func(context.Context, retry.Attempt, time.Duration) { panic("boom") }
+	for range 8 {
+		require.Panics(t, func() { _, _ = retry.Do(context.Background(), failOp, p) })
+	}
+	assert.Equal(t, retry.BreakerClosed, b.State(), "8 calls that panicked after a failure")
+	p.OnRetry = nil
+	p.MaxAttempts = 1
+	open(t, b, p, 4)
+}
