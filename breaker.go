@@ -337,7 +337,7 @@ const (
 // record counts one outcome of a call admitted with tk, at ns (UnixNano)
 // if it is not zero: a time the caller read on the breaker's clock, which
 // saves a read. A success of a closed breaker's call, the hot path, is one
-// atomic load and one atomic add into a bucket (guard.attempted has a copy).
+// atomic load and one atomic add into a bucket (guard.succeeded has a copy).
 func (b *Breaker) record(tk ticket, outcome int8, ns int64) {
 	if outcome != outcomeSuccess || tk.probe {
 		b.recordSlow(tk, outcome, ns)

@@ -3,7 +3,6 @@ package retry_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,17 +79,18 @@ func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
 	begun.Add(calls)
 	trip := make(chan struct{})
 	release := make(chan struct{})
-	var sent, refused atomic.Int64
+	// Each call is either sent, and blocks until released, or refused.
+	sent, refused := make(chan struct{}, calls), make(chan struct{}, calls)
 	for range calls {
 		ctx := &beginCtx{Context: context.Background(), hook: func() { begun.Done(); <-trip }}
 		wg.Go(func() {
 			_, err := retry.Do(ctx, func(context.Context) error {
-				sent.Add(1)
+				sent <- struct{}{}
 				<-release
 				return nil
 			}, p)
 			if errors.Is(err, retry.ErrBreakerOpen) {
-				refused.Add(1)
+				refused <- struct{}{}
 			}
 		})
 	}
@@ -98,20 +98,21 @@ func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
 	open(t, b, once, 4)
 	clk.Add(10 * time.Second)
 	close(trip)
-	// Each call is either sent, and blocks until released, or refused.
-	deadline := time.After(watchdog)
-	for sent.Load()+refused.Load() < calls {
+	nSent, nRefused := 0, 0
+	for nSent+nRefused < calls {
 		select {
-		case <-deadline:
-			require.FailNow(t, "timed out", "%d sent, %d refused", sent.Load(), refused.Load())
-		default:
-			runtime.Gosched()
+		case <-sent:
+			nSent++
+		case <-refused:
+			nRefused++
+		case <-time.After(watchdog):
+			require.FailNow(t, "timed out", "%d sent, %d refused", nSent, nRefused)
 		}
 	}
 	close(release)
 	wg.Wait()
-	assert.Equal(t, int64(probes), sent.Load())
-	assert.Equal(t, int64(calls-probes), refused.Load())
+	assert.Equal(t, probes, nSent)
+	assert.Equal(t, calls-probes, nRefused)
 	assert.Equal(t, retry.BreakerClosed, b.State())
 }
 
