@@ -54,9 +54,10 @@ type unaryCall struct {
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and those that fetch the header and trailer
 	optsBuf    [5]grpc.CallOption
-	n          int           // attempts started
-	timeout    time.Duration // the Policy's AttemptTimeout, which attempt keeps itself
-	header     metadata.MD   // the latest attempt's response header; nil if none came
+	n          int                                                 // attempts started
+	timeout    time.Duration                                       // the Policy's AttemptTimeout, which attempt keeps itself
+	header     metadata.MD                                         // the latest attempt's response header; nil if none came
+	onRetry    func(context.Context, retry.Attempt, time.Duration) // the Policy's own OnRetry
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -71,27 +72,77 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 			return hc.run(p)
 		}
 	}
-	c := &unaryCall{req: req, reply: reply, invoker: invoker}
-	c.init(cfg, ctx, method, cc, co, &p)
-	c.observe(&p) // WithOnDone
-	// The trailer carries the server's pushback. A TrailerCallOption holds
-	// one pointer, so it goes into the interface without an allocation,
-	// and the list fits c's own array unless the caller passes many.
-	c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer))
+	r := &unaryRun{Context: ctx, unaryCall: unaryCall{req: req, reply: reply, invoker: invoker}}
+	c := &r.unaryCall
+	c.init(cfg, ctx, method, cc, co, &p, decideUnary)
+	c.observe(&p, doneUnary) // WithOnDone
+	if p.OnRetry != nil {
+		c.onRetry, p.OnRetry = p.OnRetry, retriedUnary
+	}
+	c.opts = opts
+	if c.idempotent {
+		// The header tells whether the call committed (gRFC A6), and the
+		// trailer carries the server's pushback: a call that gets one
+		// attempt anyway, whose failure is never retried, needs neither,
+		// and so does not pay for grpc's copies of them. A Header or
+		// Trailer CallOption holds one pointer, so it goes into the
+		// interface without an allocation, and the list fits c's own array
+		// unless the caller passes many.
+		c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer), grpc.Header(&c.header))
+	}
 	if p.AttemptTimeout > 0 {
 		// An attempt's time starts when it is sent, after any hold: Do's
 		// own AttemptTimeout would count the hold's wait, and weigh the
 		// hold against one attempt's time rather than the call's.
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	}
-	if c.idempotent {
-		// The header tells whether the call committed (gRFC A6); a call
-		// that gets one attempt anyway need not pay for its copy.
-		c.opts = append(c.opts, grpc.Header(&c.header))
+	var loopCtx context.Context = r
+	if ctx == nil {
+		loopCtx = nil // Do's own error for a nil ctx
 	}
-	tr, err := retry.Do(ctx, c.attempt, p)
+	tr, err := retry.Do(loopCtx, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
+}
+
+// unaryRun is a unary call and the ctx that retry.Do gets for it: the
+// caller's, with the call in it. The Policy's Classifier, OnDone and
+// OnRetry are then plain funcs that find the call in their ctx, not
+// closures over it, each of which would cost an allocation per call; they
+// hand the Policy's own hooks the caller's ctx, as they would get without
+// the interceptor.
+type unaryRun struct {
+	context.Context // the caller's
+	unaryCall
+}
+
+type unaryCallKey struct{}
+
+func (r *unaryRun) Value(key any) any {
+	if key == (unaryCallKey{}) {
+		return &r.unaryCall
+	}
+	return r.Context.Value(key)
+}
+
+// unaryOf returns the call whose retry.Do gave ctx to a hook.
+func unaryOf(ctx context.Context) *unaryCall {
+	return ctx.Value(unaryCallKey{}).(*unaryCall)
+}
+
+func decideUnary(ctx context.Context, a retry.Attempt) retry.Decision {
+	c := unaryOf(ctx)
+	return c.decide(c.ctx, a)
+}
+
+func doneUnary(ctx context.Context, t retry.Trace, err error) {
+	c := unaryOf(ctx)
+	c.done(c.ctx, t, err)
+}
+
+func retriedUnary(ctx context.Context, a retry.Attempt, wait time.Duration) {
+	c := unaryOf(ctx)
+	c.onRetry(c.ctx, a, wait)
 }
 
 // attempt is Do's op: one call of the method.
