@@ -54,10 +54,11 @@ type unaryCall struct {
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and those that fetch the header and trailer
 	optsBuf    [5]grpc.CallOption
-	n          int                                                 // attempts started
-	timeout    time.Duration                                       // the Policy's AttemptTimeout, which attempt keeps itself
-	header     metadata.MD                                         // the latest attempt's response header; nil if none came
-	onRetry    func(context.Context, retry.Attempt, time.Duration) // the Policy's own OnRetry
+	n          int           // attempts started
+	timeout    time.Duration // the Policy's AttemptTimeout, which attempt keeps itself
+	header     metadata.MD   // the latest attempt's response header; nil if none came
+
+	onRetry func(context.Context, retry.Attempt, time.Duration) // the Policy's own
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -96,11 +97,7 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 		// hold against one attempt's time rather than the call's.
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	}
-	var loopCtx context.Context = r
-	if ctx == nil {
-		loopCtx = nil // Do's own error for a nil ctx
-	}
-	tr, err := retry.Do(loopCtx, c.attempt, p)
+	tr, err := retry.Do(r, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
 }
