@@ -58,6 +58,10 @@ type unaryCall struct {
 	timeout    time.Duration // the Policy's AttemptTimeout, which attempt keeps itself
 	header     metadata.MD   // the latest attempt's response header; nil if none came
 
+	// Where grpc writes each attempt's header and trailer: the caller's
+	// targets or c's own; nil when the call does not fetch them.
+	headerAt, trailerAt *metadata.MD
+
 	onRetry func(context.Context, retry.Attempt, time.Duration) // the Policy's own
 }
 
@@ -82,14 +86,10 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	}
 	c.opts = opts
 	if c.idempotent {
-		// The header tells whether the call committed (gRFC A6), and the
-		// trailer carries the server's pushback: a call that gets one
-		// attempt anyway, whose failure is never retried, needs neither,
-		// and so does not pay for grpc's copies of them. A Header or
-		// Trailer CallOption holds one pointer, so it goes into the
-		// interface without an allocation, and the list fits c's own array
-		// unless the caller passes many.
-		c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer), grpc.Header(&c.header))
+		// A call that gets one attempt anyway, whose failure is never
+		// retried, needs neither header nor trailer, and does not pay for
+		// grpc's copies of them.
+		c.fetchMetadata(opts)
 	}
 	if p.AttemptTimeout > 0 {
 		// An attempt's time starts when it is sent, after any hold: Do's
@@ -100,6 +100,60 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	tr, err := retry.Do(r, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
+}
+
+// fetchMetadata has grpc write each attempt's response header, which
+// tells whether the call committed (gRFC A6), and trailer, which carries
+// the server's pushback, where the call reads them: to the caller's own
+// grpc.Header and grpc.Trailer targets, if it passed them, so that grpc
+// copies each only once, else to c. A Header or Trailer CallOption holds
+// one pointer, so it goes into the interface without an allocation, and
+// the list fits c's own array unless the caller passes many.
+func (c *unaryCall) fetchMetadata(opts []grpc.CallOption) {
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.HeaderCallOption:
+			if o.HeaderAddr != nil {
+				c.headerAt = o.HeaderAddr
+			}
+		case grpc.TrailerCallOption:
+			if o.TrailerAddr != nil {
+				c.trailerAt = o.TrailerAddr
+			}
+		}
+	}
+	if c.headerAt != nil && c.trailerAt != nil {
+		return
+	}
+	c.opts = append(c.optsBuf[:0], opts...)
+	if c.trailerAt == nil {
+		c.trailerAt = &c.trailer
+		c.opts = append(c.opts, grpc.Trailer(c.trailerAt))
+	}
+	if c.headerAt == nil {
+		c.headerAt = &c.header
+		c.opts = append(c.opts, grpc.Header(c.headerAt))
+	}
+}
+
+// invoke makes one call of the method with ctx, and notes the header and
+// trailer it got, if the call fetches them.
+func (c *unaryCall) invoke(ctx context.Context) error {
+	if c.headerAt == nil {
+		return c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
+	}
+	header, trailer := *c.headerAt, *c.trailerAt // the caller's, before this attempt
+	*c.headerAt, *c.trailerAt = nil, nil
+	err := c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
+	c.header, c.trailer = *c.headerAt, *c.trailerAt
+	if c.trailer == nil {
+		// grpc writes a trailer, empty or not, for every attempt that
+		// reached the transport, and the header with it: this one wrote
+		// neither, and the caller's targets keep what they had, as they
+		// would without the interceptor.
+		*c.headerAt, *c.trailerAt = header, trailer
+	}
+	return err
 }
 
 // unaryRun is a unary call and the ctx that retry.Do gets for it: the
@@ -156,7 +210,7 @@ func (c *unaryCall) attempt(loop context.Context) error {
 		defer cancel()
 	}
 	ctx, release := c.wireCtx(actx)
-	err := c.invoker(withAttemptHeader(ctx, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	err := c.invoke(withAttemptHeader(ctx, c.n))
 	ranOut := release()
 	// A6: once a response header has come, the call has committed, and
 	// whatever ends it is not retried.
