@@ -98,6 +98,8 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 	}
 	END {
 		ratio("first success vs sethvargo", "FirstSuccess/stormguard", "FirstSuccess/sethvargo", 0.45)
+		if ((("sec/op", "FirstSuccess/direct-marked") in v) && (("sec/op", "FirstSuccess/sethvargo") in v))
+			printf "%-44s %.3g ns of it the mark alone; without it %.2fx\n", "first success, the floor:", ns("FirstSuccess/direct-marked"), (ns("FirstSuccess/stormguard") - ns("FirstSuccess/direct-marked")) / ns("FirstSuccess/sethvargo")
 		ratio("three failures vs handloop", "ThreeFailures/stormguard", "ThreeFailures/handloop", 0.80)
 		ratio("HTTP 503,503,200 vs handloop", "HTTPGet/stormguard", "HTTPGet/handloop", 1.05)
 		ratio("HTTP first success vs handloop", "HTTPFirstSuccess/stormguard", "HTTPFirstSuccess/handloop", 1.03)
