@@ -65,7 +65,7 @@ step logline "$ROOT" "${B[@]}" -cpu=1 -benchtime="$BENCHTIME" -bench='^Benchmark
 # The outbox file journal: durable enqueues (each waits for its fdatasync)
 # from 1 and 64 goroutines, the disk's own floor (BenchmarkFdatasync) in the
 # same binary, and resuming 10,000 pending ops.
-step outbox "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(Fdatasync|Enqueue|Resume)$' ./outbox
+step outbox "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(Fdatasync|Enqueue|FileJournalAdd|Resume)$' ./outbox
 # The PostgreSQL store and journal (skipped, as their tests are, without
 # PostgreSQL).
 step pgstore "$ROOT/idempotency/pgstore" "${B[@]}" -benchtime=2000x -bench='^BenchmarkFreshKey$' .
@@ -146,6 +146,11 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 			s = "Enqueue/goroutines=" grows[i]
 			if ((("enqueues/s", s) in v))
 				printf "%-44s %.0f enqueues/s (target >= %d: %s)\n", "outbox enqueue, " grows[i] " goroutine(s):", v["enqueues/s", s], gtargets[i], verdict(v["enqueues/s", s] >= gtargets[i] + 0)
+		}
+		for (i = 1; i <= 2; i++) {
+			s = "FileJournalAdd/goroutines=" grows[i]
+			if ((("adds/s", s) in v))
+				printf "%-44s %.0f adds/s (target >= %d: %s)\n", "file journal alone, " grows[i] " goroutine(s):", v["adds/s", s], gtargets[i], verdict(v["adds/s", s] >= gtargets[i] + 0)
 		}
 		for (i = 1; i <= 2; i++) {
 			s = "Fdatasync/syncers=" (i == 1 ? 1 : 4)
