@@ -65,7 +65,7 @@ step logline "$ROOT" "${B[@]}" -cpu=1 -benchtime="$BENCHTIME" -bench='^Benchmark
 # The outbox file journal: durable enqueues (each waits for its fdatasync)
 # from 1 and 64 goroutines, the disk's own floor (BenchmarkFdatasync) in the
 # same binary, and resuming 10,000 pending ops.
-step outbox "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(Fdatasync|Enqueue|Resume)$' ./outbox
+step outbox "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(Fdatasync|Enqueue|FileJournalAdd|Resume)$' ./outbox
 # The PostgreSQL store and journal (skipped, as their tests are, without
 # PostgreSQL).
 step pgstore "$ROOT/idempotency/pgstore" "${B[@]}" -benchtime=2000x -bench='^BenchmarkFreshKey$' .
@@ -98,6 +98,8 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 	}
 	END {
 		ratio("first success vs sethvargo", "FirstSuccess/stormguard", "FirstSuccess/sethvargo", 0.45)
+		if ((("sec/op", "FirstSuccess/direct-marked") in v) && (("sec/op", "FirstSuccess/sethvargo") in v))
+			printf "%-44s %.3g ns of it the mark alone; without it %.2fx\n", "first success, the floor:", ns("FirstSuccess/direct-marked"), (ns("FirstSuccess/stormguard") - ns("FirstSuccess/direct-marked")) / ns("FirstSuccess/sethvargo")
 		ratio("three failures vs handloop", "ThreeFailures/stormguard", "ThreeFailures/handloop", 0.80)
 		ratio("HTTP 503,503,200 vs handloop", "HTTPGet/stormguard", "HTTPGet/handloop", 1.05)
 		ratio("HTTP first success vs handloop", "HTTPFirstSuccess/stormguard", "HTTPFirstSuccess/handloop", 1.03)
@@ -144,6 +146,11 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 			s = "Enqueue/goroutines=" grows[i]
 			if ((("enqueues/s", s) in v))
 				printf "%-44s %.0f enqueues/s (target >= %d: %s)\n", "outbox enqueue, " grows[i] " goroutine(s):", v["enqueues/s", s], gtargets[i], verdict(v["enqueues/s", s] >= gtargets[i] + 0)
+		}
+		for (i = 1; i <= 2; i++) {
+			s = "FileJournalAdd/goroutines=" grows[i]
+			if ((("adds/s", s) in v))
+				printf "%-44s %.0f adds/s (target >= %d: %s)\n", "file journal alone, " grows[i] " goroutine(s):", v["adds/s", s], gtargets[i], verdict(v["adds/s", s] >= gtargets[i] + 0)
 		}
 		for (i = 1; i <= 2; i++) {
 			s = "Fdatasync/syncers=" (i == 1 ? 1 : 4)

@@ -21,24 +21,25 @@ type call struct {
 	ctx        context.Context // the caller's
 	method     string
 	cc         *grpc.ClientConn
-	classify   retry.Classifier // the Policy's own; nil: decide by status code
-	idempotent bool
-	clk        retry.Clock // the Policy's; nil for the real clock
+	classify   retry.Classifier                          // the Policy's own; nil: decide by status code
+	clk        retry.Clock                               // the Policy's; nil for the real clock
+	onDone     func(context.Context, retry.Trace, error) // the Policy's own OnDone, when WithOnDone has hooks
+	idempotent bool                                      // beside the bools below, which share its word
 
-	trailer   metadata.MD    // the latest attempt's trailer
 	committed bool           // a stream's latest attempt failed after a response header
 	answered  bool           // a unary call's latest attempt failed after a response header
 	decision  retry.Decision // what the latest failed attempt was judged
 	sent      holds.Epoch    // when awaitHold let the latest attempt go
+	trailer   metadata.MD    // the latest attempt's trailer
 }
 
-// init fills c for a call and puts c's Classifier in p, in place of p's own,
-// which c consults first.
-func (c *call) init(cfg *config, ctx context.Context, method string, cc *grpc.ClientConn, co callOptions, p *retry.Policy) {
+// init fills c for a call and puts decide, which calls c.decide, in p as
+// its Classifier, in place of p's own, which c.decide consults first.
+func (c *call) init(cfg *config, ctx context.Context, method string, cc *grpc.ClientConn, co callOptions, p *retry.Policy, decide retry.Classifier) {
 	c.cfg, c.ctx, c.method, c.cc, c.clk = cfg, ctx, method, cc, p.Clock
 	c.idempotent = cfg.idempotentMethod(method, co)
 	c.classify = p.Classifier
-	p.Classifier = c.decide
+	p.Classifier = decide
 }
 
 // decide is the Classifier the interceptors give Do: the Policy's own, or

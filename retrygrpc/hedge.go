@@ -122,7 +122,7 @@ func (hc *hedgedCall) run(p retry.Policy) error {
 		// that all failed in a way another call may fix.
 		return retry.Decision{Retry: !hc.fatal, Reason: hc.reason()}
 	}
-	hc.observe(&dp)
+	hc.observe(&dp, hc.done)
 	tr, err := retry.Do(hc.ctx, hc.race, dp)
 	storeTrace(hc.ctx, tr)
 	return hc.result(tr, err)

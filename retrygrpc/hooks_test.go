@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 )
 
@@ -82,3 +83,53 @@ func TestTracePerCall(t *testing.T) {
 		assert.Equal(t, 1, second.Attempts())
 	})
 }
+
+// The Policy's Classifier, OnRetry and OnDone and the hooks of WithOnDone
+// get the ctx the caller made the call with, itself, as they would from
+// retry.Do without the interceptor, both when the call is retried and when
+// it is not.
+func TestUnaryHooksGetTheCallersCtx(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []retrygrpc.Option
+		retried bool
+	}{
+		{"retried", []retrygrpc.Option{retrygrpc.WithAllIdempotent()}, true},
+		{"not idempotent", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var got []string
+				ctx := context.WithValue(t.Context(), ctxKey{}, "caller")
+				check := func(hook string, c context.Context) {
+					if c != ctx {
+						got = append(got, hook+": not the caller's ctx")
+						return
+					}
+					got = append(got, hook)
+				}
+				p := fast()
+				p.Classifier = func(c context.Context, a retry.Attempt) retry.Decision {
+					check("Classifier", c)
+					return retry.Decision{Retry: status.Code(a.Err) == codes.Unavailable}
+				}
+				p.OnRetry = func(c context.Context, _ retry.Attempt, _ time.Duration) { check("OnRetry", c) }
+				p.OnDone = func(c context.Context, _ retry.Trace, _ error) { check("OnDone", c) }
+				onDone := retrygrpc.WithOnDone(func(c context.Context, _ retrygrpc.Summary) { check("WithOnDone", c) })
+				srv := newServer(fail(codes.Unavailable), reply{})
+				c := dial(t, srv, withRetry(p, append(tc.opts, onDone)...))
+
+				_, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+				if tc.retried {
+					require.NoError(t, err)
+					assert.Equal(t, []string{"Classifier", "OnRetry", "OnDone", "WithOnDone"}, got)
+				} else {
+					require.Error(t, err)
+					assert.Equal(t, []string{"Classifier", "OnDone", "WithOnDone"}, got)
+				}
+			})
+		})
+	}
+}
+
+type ctxKey struct{}

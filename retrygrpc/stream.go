@@ -110,8 +110,8 @@ func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, c
 		}
 	}
 	s := &stream{desc: desc, streamer: streamer, opts: opts}
-	s.init(cfg, ctx, method, cc, co, &p)
-	s.observe(&p) // WithOnDone
+	s.init(cfg, ctx, method, cc, co, &p, s.decide)
+	s.observe(&p, s.done) // WithOnDone
 	if p.AttemptTimeout > 0 {
 		// Do's own AttemptTimeout would end the stream's ctx when its op
 		// returns; the stream times its attempts until they commit instead.

@@ -46,26 +46,27 @@ func WithOnDone(f func(ctx context.Context, s Summary)) Option {
 	}}
 }
 
-// observe puts in p an OnDone that calls p's own, then the hooks of
-// WithOnDone. Setting OnDone also has Do time the first attempt, so that
-// the Summary's Trace spans the whole call.
-func (c *call) observe(p *retry.Policy) {
-	hooks := c.cfg.onDone
-	if len(hooks) == 0 {
+// observe puts done, which calls c.done, in p as its OnDone, when there
+// are hooks of WithOnDone. Setting OnDone also has Do time the first
+// attempt, so that the Summary's Trace spans the whole call.
+func (c *call) observe(p *retry.Policy, done func(context.Context, retry.Trace, error)) {
+	if len(c.cfg.onDone) == 0 {
 		return
 	}
-	own := p.OnDone
-	p.OnDone = func(ctx context.Context, t retry.Trace, err error) {
-		if own != nil {
-			own(ctx, t, err)
-		}
-		s := Summary{Method: c.method, Trace: t, Err: err, Code: codes.Unknown}
-		if t.Stop() != retry.StopPanicked {
-			s.Err = c.result(t, err)
-			s.Code = status.Code(s.Err)
-		}
-		for _, f := range hooks {
-			f(ctx, s)
-		}
+	c.onDone, p.OnDone = p.OnDone, done
+}
+
+// done calls the Policy's own OnDone, then the hooks of WithOnDone.
+func (c *call) done(ctx context.Context, t retry.Trace, err error) {
+	if c.onDone != nil {
+		c.onDone(ctx, t, err)
+	}
+	s := Summary{Method: c.method, Trace: t, Err: err, Code: codes.Unknown}
+	if t.Stop() != retry.StopPanicked {
+		s.Err = c.result(t, err)
+		s.Code = status.Code(s.Err)
+	}
+	for _, f := range c.cfg.onDone {
+		f(ctx, s)
 	}
 }

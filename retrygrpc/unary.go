@@ -57,6 +57,12 @@ type unaryCall struct {
 	n          int           // attempts started
 	timeout    time.Duration // the Policy's AttemptTimeout, which attempt keeps itself
 	header     metadata.MD   // the latest attempt's response header; nil if none came
+
+	// Where grpc writes each attempt's header and trailer: the caller's
+	// targets or c's own; nil when the call does not fetch them.
+	headerAt, trailerAt *metadata.MD
+
+	onRetry func(context.Context, retry.Attempt, time.Duration) // the Policy's own
 }
 
 func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -71,25 +77,27 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 			return hc.run(p)
 		}
 	}
-	c := &unaryCall{req: req, reply: reply, invoker: invoker}
-	c.init(cfg, ctx, method, cc, co, &p)
-	c.observe(&p) // WithOnDone
-	// The trailer carries the server's pushback. A TrailerCallOption holds
-	// one pointer, so it goes into the interface without an allocation,
-	// and the list fits c's own array unless the caller passes many.
-	c.opts = append(append(c.optsBuf[:0], opts...), grpc.Trailer(&c.trailer))
+	r := &unaryRun{Context: ctx, unaryCall: unaryCall{req: req, reply: reply, invoker: invoker}}
+	c := &r.unaryCall
+	c.init(cfg, ctx, method, cc, co, &p, decideUnary)
+	c.observe(&p, doneUnary) // WithOnDone
+	if p.OnRetry != nil {
+		c.onRetry, p.OnRetry = p.OnRetry, retriedUnary
+	}
+	c.opts = opts
+	if c.idempotent {
+		// A call that gets one attempt anyway, whose failure is never
+		// retried, needs neither header nor trailer, and does not pay for
+		// grpc's copies of them.
+		c.fetchMetadata(opts)
+	}
 	if p.AttemptTimeout > 0 {
 		// An attempt's time starts when it is sent, after any hold: Do's
 		// own AttemptTimeout would count the hold's wait, and weigh the
 		// hold against one attempt's time rather than the call's.
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	}
-	if c.idempotent {
-		// The header tells whether the call committed (gRFC A6); a call
-		// that gets one attempt anyway need not pay for its copy.
-		c.opts = append(c.opts, grpc.Header(&c.header))
-	}
-	tr, err := retry.Do(ctx, c.attempt, p)
+	tr, err := retry.Do(r, c.attempt, p)
 	storeTrace(ctx, tr)
 	return c.result(tr, err)
 }
@@ -108,7 +116,7 @@ func (c *unaryCall) attempt(loop context.Context) error {
 		defer cancel()
 	}
 	ctx, release := c.wireCtx(actx)
-	err := c.invoker(withAttemptHeader(ctx, c.n), c.method, c.req, c.reply, c.cc, c.opts...)
+	err := c.invoke(withAttemptHeader(ctx, c.n))
 	ranOut := release()
 	// A6: once a response header has come, the call has committed, and
 	// whatever ends it is not retried.
