@@ -27,10 +27,10 @@ func outageLoad(seed uint64) load {
 // constants of three other libraries fed to this library's Throttle (see
 // compare.go).
 var (
-	noControl       = control{Name: "no control"}
-	budgetOnly      = control{Name: "Budget", Budget: true}
-	budgetThrottle  = control{Name: "Budget + Throttle", Budget: true, Throttle: &retry.ThrottleOptions{}}
-	budgetBreaker   = control{Name: "Budget + Breaker", Budget: true, Breaker: &retry.BreakerOptions{}}
+	noControl      = control{Name: "no control"}
+	budgetOnly     = control{Name: "Budget", Budget: true}
+	budgetThrottle = control{Name: "Budget + Throttle", Budget: true, Throttle: &retry.ThrottleOptions{}}
+	budgetBreaker  = control{Name: "Budget + Breaker", Budget: true, Breaker: &retry.BreakerOptions{}}
 	// budgetThrottleTight sheds a little more than the defaults: enough
 	// for an outage to leak under 0.1 attempts per call, little enough to
 	// recover within two windows (see docs/storms.md).
