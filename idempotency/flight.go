@@ -96,12 +96,12 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	if m.opts.Retryable(rec.status) {
 		f.release()
 		p.set(OutcomeReleased, rec.status, nil)
-		rec.send()
+		rec.send(true)
 		return
 	}
 	if f.savedByHandler(rec) { // in the handler's transaction, with its effects
 		p.set(OutcomeExecuted, rec.status, nil)
-		rec.send()
+		rec.send(true)
 		return
 	}
 	err := f.complete(&record{status: rec.status, header: rec.saved, trailer: rec.trailer, body: rec.body.Bytes()})
@@ -117,7 +117,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	} else {
 		p.set(OutcomeExecuted, rec.status, nil)
 	}
-	rec.send()
+	rec.send(true)
 }
 
 // handlerContext returns the ctx that the handler of a claimed request runs
@@ -189,7 +189,7 @@ func (f *flight) overflow() error {
 		return ErrLeaseLost
 	}
 	rec.mode = streaming
-	rec.send()
+	rec.send(false)
 	rec.body = bytes.Buffer{}
 	return nil
 }

@@ -201,7 +201,7 @@ func replay(w http.ResponseWriter, result []byte, p *report) {
 	if rec.omitted {
 		w.Header().Set(BodyOmittedHeader, "true")
 	}
-	send(w, rec.status, rec.header, rec.body, rec.trailer)
+	send(w, rec.status, rec.header, rec.body, rec.trailer, true)
 }
 
 // Headers that a replay carries.
