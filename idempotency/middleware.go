@@ -21,6 +21,7 @@ type Middleware struct {
 	opts     Options
 	store    Store // opts.Store, each call bounded by StoreTimeout and counted
 	inMemory bool  // the store is a MemoryStore, which never blocks
+	sweep    sweeper
 }
 
 // New returns a Middleware configured by opts. Invalid options give an
