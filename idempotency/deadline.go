@@ -17,6 +17,7 @@ import (
 //
 // It lives in the flight, so it costs no allocation of its own.
 type deadlineCtx struct {
+	f        *flight         // whose ctx it is
 	parent   context.Context // the request's ctx, without its cancellation: never done
 	deadline time.Time
 	done     chan struct{}
@@ -31,13 +32,18 @@ type deadlineCtx struct {
 
 type afterFunc struct{ f func() }
 
-func (c *deadlineCtx) init(parent context.Context, deadline time.Time) {
-	c.parent, c.deadline, c.done = parent, deadline, make(chan struct{})
+func (c *deadlineCtx) init(f *flight, parent context.Context, deadline time.Time) {
+	c.f, c.parent, c.deadline, c.done = f, parent, deadline, make(chan struct{})
 }
 
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
-func (c *deadlineCtx) Value(key any) any           { return c.parent.Value(key) }
+func (c *deadlineCtx) Value(key any) any {
+	if _, ok := key.(leaseKey); ok {
+		return c.f // for FromContext, without a WithValue of its own
+	}
+	return c.parent.Value(key)
+}
 func (c *deadlineCtx) String() string              { return "idempotency.handlerDeadline" }
 
 func (c *deadlineCtx) Err() error {
@@ -61,14 +67,14 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 		c.more = append(c.more, a)
 	}
 	a.f = f
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		stopped := a.f != nil
-		a.f = nil
-		return stopped
-	}
+	// The one caller, the WithCancelCause of this ctx that the handler
+	// gets, calls stop once it is canceled itself, and f cancels it: run
+	// late, f does nothing. So stop needs to stop nothing, and a closure
+	// per request would cost an allocation for nothing.
+	return noStop
 }
+
+func noStop() bool { return false }
 
 // arm sets the timer, for a flight still running at its first deadline.
 func (c *deadlineCtx) arm() {

@@ -151,7 +151,7 @@ func (f *flight) startContext(r *http.Request) {
 	case m.opts.CancelOnDisconnect, !f.swept:
 		parent, f.stop = context.WithTimeout(parent, m.opts.HandlerTimeout)
 	default:
-		f.hctx.init(parent, time.Now().Add(m.opts.HandlerTimeout))
+		f.hctx.init(f, parent, time.Now().Add(m.opts.HandlerTimeout))
 		f.lazy, parent = true, &f.hctx
 	}
 	f.ctx, f.cancel = context.WithCancelCause(parent)
