@@ -44,7 +44,7 @@ func (c *deadlineCtx) Value(key any) any {
 	}
 	return c.parent.Value(key)
 }
-func (c *deadlineCtx) String() string              { return "idempotency.handlerDeadline" }
+func (c *deadlineCtx) String() string { return "idempotency.handlerDeadline" }
 
 func (c *deadlineCtx) Err() error {
 	c.mu.Lock()
