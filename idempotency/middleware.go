@@ -20,8 +20,9 @@ import (
 // keys can meet (a client's keys are random, so they rarely do).
 type Middleware struct {
 	opts     Options
-	store    Store // opts.Store, each call bounded by StoreTimeout and counted
-	inMemory bool  // the store is a MemoryStore, which never blocks
+	store    Store  // opts.Store, each call bounded by StoreTimeout and counted
+	inMemory bool   // the store is a MemoryStore, which never blocks
+	header   string // opts.Header in canonical form, to index a request's header without canonicalizing it for each request
 	sweep    sweeper
 }
 
@@ -33,7 +34,7 @@ func New(opts Options) (*Middleware, error) {
 		return nil, err
 	}
 	_, inMemory := opts.Store.(*MemoryStore)
-	m := &Middleware{opts: opts, inMemory: inMemory}
+	m := &Middleware{opts: opts, inMemory: inMemory, header: http.CanonicalHeaderKey(opts.Header)}
 	m.store = &boundedStore{s: opts.Store, timeout: opts.StoreTimeout, clk: opts.Clock, direct: inMemory}
 	return m, nil
 }
@@ -66,7 +67,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	vals := r.Header.Values(m.opts.Header)
+	vals := r.Header[m.header] // Header.Values, but for the canonicalization
 	switch {
 	case len(vals) == 0 && m.opts.Required:
 		writeProblem(w, http.StatusBadRequest, "This request needs an "+m.opts.Header+" header.", false)

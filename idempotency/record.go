@@ -33,6 +33,11 @@ const (
 // §11.6.3, §11.7.3). Stripe's replays, likewise, carry the status and the
 // body, not the session.
 func notSaved(name string) bool {
+	switch len(name) { // most names are none of them: no need to canonicalize
+	case len("Set-Cookie"), len("Set-Cookie2"), len("Authentication-Info"), len("Proxy-Authentication-Info"):
+	default:
+		return false
+	}
 	switch http.CanonicalHeaderKey(name) {
 	case "Set-Cookie", "Set-Cookie2", "Authentication-Info", "Proxy-Authentication-Info":
 		return true
