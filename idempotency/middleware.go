@@ -212,9 +212,10 @@ func replay(w http.ResponseWriter, result []byte, p *report) {
 		return
 	}
 	p.set(OutcomeReplayed, rec.status, nil)
-	w.Header().Set(ReplayedHeader, "true")
+	h := w.Header() // the names are canonical: set without Header.Set's canonicalization
+	h[ReplayedHeader] = []string{"true"}
 	if rec.omitted {
-		w.Header().Set(BodyOmittedHeader, "true")
+		h[BodyOmittedHeader] = []string{"true"}
 	}
 	send(w, rec.status, rec.header, rec.body, rec.trailer, true)
 }
