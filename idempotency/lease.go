@@ -26,8 +26,9 @@ import (
 // time for waits only and so never fires a renewal by itself, where a wait
 // would be skipped at once and start the next one: renewals without end.
 //
-// It needs no goroutine of its own: each firing is a timer callback, so a
-// request that ends before its first renewal, as most do, costs one timer.
+// It needs no goroutine of its own: each firing is a timer callback. And
+// on real time a request that ends before its first renewal, as most do,
+// costs no timer: the sweeper holds it until then (sweep.go).
 
 // renewal is a flight's lease and its renewal. Its fields are guarded by
 // flight.mu, which is never held during a store call.
@@ -43,9 +44,8 @@ type renewal struct {
 }
 
 // startRenewal starts the renewal of a lease granted by a Claim that
-// started at claimed.
-// A swept flight sets no timer but waits on the sweeper until its renewal
-// or its HandlerTimeout, whichever comes first.
+// started at claimed. A swept flight sets no timer but waits on the
+// sweeper until its renewal or its HandlerTimeout, whichever comes first.
 func (f *flight) startRenewal(claimed time.Time) {
 	f.mu.Lock()
 	f.end = claimed.Add(f.m.opts.Lease)
