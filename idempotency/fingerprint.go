@@ -21,7 +21,7 @@ func fingerprint(r *http.Request, body []byte) []byte {
 	b = appendField(b, r.Method)
 	b = appendField(b, r.URL.EscapedPath())
 	b = appendField(b, r.URL.RawQuery)
-	b = appendField(b, strings.TrimSpace(r.Header.Get("Content-Type")))
+	b = appendField(b, strings.TrimSpace(firstValue(r.Header["Content-Type"]))) // Header.Get, but for the canonicalization
 	sum := sha256.Sum256(body)
 	b = append(b, sum[:]...)
 	sum = sha256.Sum256(b)
@@ -31,4 +31,12 @@ func fingerprint(r *http.Request, body []byte) []byte {
 func appendField(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// firstValue returns vs[0], or "" if vs is empty.
+func firstValue(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }

@@ -19,7 +19,8 @@ type flight struct {
 	token   string
 	fp      []byte                  // the request's fingerprint, saved with its result
 	ctx     context.Context         // the handler's
-	cancel  context.CancelCauseFunc // ends the handler's ctx
+	cancel  context.CancelCauseFunc // ends ctx; endCtx ends it and its deadline
+	stop    func()                  // releases ctx's deadline, if it is not hctx
 	base    context.Context         // the parent of its store calls' ctx: counts them in its report
 	rec     recorder
 	body    requestBody
@@ -29,6 +30,12 @@ type flight struct {
 	mu sync.Mutex
 	renewal
 	handlerSaved []byte // the response the handler saved itself, guarded by mu; see handlerlease.go
+
+	// Until its first deadline, on real time: see sweep.go.
+	swept bool // on the sweeper until then, rather than on timers of its own
+	sweepLinks
+	hctx deadlineCtx // ctx's HandlerTimeout, if lazy
+	lazy bool
 }
 
 // requestBody is the request body the handler reads: the bytes the
@@ -46,9 +53,9 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	f := &flight{m: m, key: key, token: token, fp: fp, base: p.ctx(context.Background())}
 	f.rec = recorder{w: w, header: make(http.Header), limit: m.opts.MaxResponseBytes, overflow: f}
 	f.body.Reset(body)
-	ctx, cancel := m.handlerContext(r)
-	defer cancel(nil)
-	f.ctx, f.cancel = ctx, cancel
+	f.swept = m.opts.Clock == nil && !inBubble(time.Now())
+	f.startContext(r)
+	defer f.endCtx(nil)
 	f.startRenewal(claimed)
 
 	returned := false
@@ -66,7 +73,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 			p.set(OutcomeReleased, status, nil)
 		}
 	}()
-	r2 := r.WithContext(withLease(ctx, f))
+	r2 := r.WithContext(withLease(f.ctx, f))
 	r2.Body = &f.body
 	r2.ContentLength = int64(len(body))
 	h.next.ServeHTTP(&f.rec, r2)
@@ -96,12 +103,12 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	if m.opts.Retryable(rec.status) {
 		f.release()
 		p.set(OutcomeReleased, rec.status, nil)
-		rec.send()
+		rec.send(true)
 		return
 	}
 	if f.savedByHandler(rec) { // in the handler's transaction, with its effects
 		p.set(OutcomeExecuted, rec.status, nil)
-		rec.send()
+		rec.send(true)
 		return
 	}
 	err := f.complete(&record{status: rec.status, header: rec.saved, trailer: rec.trailer, body: rec.body.Bytes()})
@@ -117,34 +124,59 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	} else {
 		p.set(OutcomeExecuted, rec.status, nil)
 	}
-	rec.send()
+	rec.send(true)
 }
 
-// handlerContext returns the ctx that the handler of a claimed request runs
-// on, and its cancel. Once a request holds its key, its client's departure
-// (a dropped connection, a client's attempt timeout) must not stop work in
-// progress: its retry would do again what was done. So the ctx keeps the
-// request's values but not its cancellation (unless CancelOnDisconnect),
-// and ends at HandlerTimeout instead, on Options.Clock; the lease renewal
-// ends it too, with cause ErrLeaseLost (see lease.go).
-func (m *Middleware) handlerContext(r *http.Request) (context.Context, context.CancelCauseFunc) {
+// startContext makes the ctx that the handler of a claimed request runs
+// on. Once a request holds its key, its client's departure (a dropped
+// connection, a client's attempt timeout) must not stop work in progress:
+// its retry would do again what was done. So the ctx keeps the request's
+// values but not its cancellation (unless CancelOnDisconnect), and ends at
+// HandlerTimeout instead, on Options.Clock; the lease renewal ends it too,
+// with cause ErrLeaseLost (see lease.go). On the sweeper and without
+// CancelOnDisconnect, HandlerTimeout is a deadlineCtx, which needs no
+// timer for a handler that returns before its first deadline.
+func (f *flight) startContext(r *http.Request) {
+	m := f.m
 	parent := r.Context()
 	if !m.opts.CancelOnDisconnect {
 		parent = context.WithoutCancel(parent)
 	}
-	var stop context.CancelFunc
-	if m.opts.Clock == nil {
-		parent, stop = context.WithTimeout(parent, m.opts.HandlerTimeout)
-	} else {
+	switch {
+	case m.opts.Clock != nil:
 		// A deadline, not a wait (WithTimeout): a fake clock that skips or
 		// reports waits, such as retrytest's, must see only the handler's
 		// own waits; the renewals are deadlines on it too (lease.go).
-		parent, stop = m.opts.Clock.WithDeadline(parent, m.opts.Clock.Now().Add(m.opts.HandlerTimeout))
+		parent, f.stop = m.opts.Clock.WithDeadline(parent, m.opts.Clock.Now().Add(m.opts.HandlerTimeout))
+	case m.opts.CancelOnDisconnect, !f.swept:
+		parent, f.stop = context.WithTimeout(parent, m.opts.HandlerTimeout)
+	default:
+		f.hctx.init(f, parent, time.Now().Add(m.opts.HandlerTimeout))
+		f.lazy, parent = true, &f.hctx
 	}
-	ctx, cancel := context.WithCancelCause(parent)
-	return ctx, func(cause error) {
-		cancel(cause)
-		stop()
+	f.ctx, f.cancel = context.WithCancelCause(parent)
+}
+
+// endCtx ends the handler's ctx with cause, and releases its deadline.
+func (f *flight) endCtx(cause error) {
+	f.cancel(cause)
+	if f.lazy {
+		f.hctx.stop()
+	} else {
+		f.stop()
+	}
+}
+
+// handOver gives a flight still running at its first deadline timers of
+// its own: its renewal's and its HandlerTimeout's (see sweep.go).
+func (f *flight) handOver() {
+	f.mu.Lock()
+	if !f.stopped {
+		f.armAt(f.due)
+	}
+	f.mu.Unlock()
+	if f.lazy {
+		f.hctx.arm()
 	}
 }
 
@@ -189,7 +221,7 @@ func (f *flight) overflow() error {
 		return ErrLeaseLost
 	}
 	rec.mode = streaming
-	rec.send()
+	rec.send(false)
 	rec.body = bytes.Buffer{}
 	return nil
 }

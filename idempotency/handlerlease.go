@@ -35,7 +35,11 @@ type Lease struct {
 type leaseKey struct{}
 
 // withLease returns the handler's ctx, carrying the flight for FromContext.
+// A ctx under f.hctx carries it already: hctx answers leaseKey.
 func withLease(ctx context.Context, f *flight) context.Context {
+	if f.lazy {
+		return ctx
+	}
 	return context.WithValue(ctx, leaseKey{}, f)
 }
 

@@ -103,9 +103,12 @@ func storeKey(scope, key string) string {
 	b := appendField(stack[:0], scope)
 	b = append(b, key...)
 	sum := sha256.Sum256(b)
-	sc := sha256.Sum256([]byte(scope))
 	var out [scopeHexLen + 1 + 2*sha256.Size]byte
-	hex.Encode(out[:scopeHexLen], sc[:scopeHexLen/2])
+	if scope == "" {
+		copy(out[:], noScope[:])
+	} else {
+		scopePart((*[scopeHexLen]byte)(out[:]), scope)
+	}
 	out[scopeHexLen] = ':'
 	hex.Encode(out[scopeHexLen+1:], sum[:])
 	return string(out[:])
@@ -113,6 +116,19 @@ func storeKey(scope, key string) string {
 
 // scopeHexLen is the length of the scope part of a store key.
 const scopeHexLen = 16
+
+// scopePart writes the scope part of a store key for scope into dst.
+func scopePart(dst *[scopeHexLen]byte, scope string) {
+	sc := sha256.Sum256([]byte(scope))
+	hex.Encode(dst[:], sc[:scopeHexLen/2])
+}
+
+// noScope is the scope part for the scope "", which requests without
+// credentials share: worked out once rather than for each request.
+var noScope = func() (p [scopeHexLen]byte) {
+	scopePart(&p, "")
+	return p
+}()
 
 // scopeOf returns the scope part of a store key: the text before its first
 // colon, or "" if it has none.

@@ -26,8 +26,9 @@ import (
 // time for waits only and so never fires a renewal by itself, where a wait
 // would be skipped at once and start the next one: renewals without end.
 //
-// It needs no goroutine of its own: each firing is a timer callback, so a
-// request that ends before its first renewal, as most do, costs one timer.
+// It needs no goroutine of its own: each firing is a timer callback. And
+// on real time a request that ends before its first renewal, as most do,
+// costs no timer: the sweeper holds it until then (sweep.go).
 
 // renewal is a flight's lease and its renewal. Its fields are guarded by
 // flight.mu, which is never held during a store call.
@@ -43,12 +44,23 @@ type renewal struct {
 }
 
 // startRenewal starts the renewal of a lease granted by a Claim that
-// started at claimed.
+// started at claimed. A swept flight sets no timer but waits on the
+// sweeper until its renewal or its HandlerTimeout, whichever comes first.
 func (f *flight) startRenewal(claimed time.Time) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.end = claimed.Add(f.m.opts.Lease)
-	f.armAt(claimed.Add(f.m.opts.Lease / 3))
+	due := claimed.Add(f.m.opts.Lease / 3)
+	if !f.swept {
+		f.armAt(due)
+		f.mu.Unlock()
+		return
+	}
+	f.due = due
+	f.mu.Unlock()
+	if f.lazy && f.hctx.deadline.Before(due) {
+		due = f.hctx.deadline
+	}
+	f.m.sweep.add(f, due)
 }
 
 // armAt sets the timer for t, in place of any pending one. f.mu is held.
@@ -131,12 +143,15 @@ func (f *flight) fire() {
 func (f *flight) lose() {
 	f.stopped = true
 	f.disarm()
-	f.cancel(ErrLeaseLost)
+	f.endCtx(ErrLeaseLost)
 }
 
 // stopRenewal stops the renewal and waits for a Renew call in progress,
 // so that none comes after it returns. It may be called more than once.
 func (f *flight) stopRenewal() {
+	if f.swept {
+		f.m.sweep.remove(f)
+	}
 	f.mu.Lock()
 	if !f.stopped {
 		f.stopped = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -19,8 +20,10 @@ import (
 // keys can meet (a client's keys are random, so they rarely do).
 type Middleware struct {
 	opts     Options
-	store    Store // opts.Store, each call bounded by StoreTimeout and counted
-	inMemory bool  // the store is a MemoryStore, which never blocks
+	store    Store  // opts.Store, each call bounded by StoreTimeout and counted
+	inMemory bool   // the store is a MemoryStore, which never blocks
+	header   string // opts.Header in canonical form, to index a request's header without canonicalizing it for each request
+	sweep    sweeper
 }
 
 // New returns a Middleware configured by opts. Invalid options give an
@@ -31,7 +34,7 @@ func New(opts Options) (*Middleware, error) {
 		return nil, err
 	}
 	_, inMemory := opts.Store.(*MemoryStore)
-	m := &Middleware{opts: opts, inMemory: inMemory}
+	m := &Middleware{opts: opts, inMemory: inMemory, header: http.CanonicalHeaderKey(opts.Header)}
 	m.store = &boundedStore{s: opts.Store, timeout: opts.StoreTimeout, clk: opts.Clock, direct: inMemory}
 	return m, nil
 }
@@ -64,7 +67,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	vals := r.Header.Values(m.opts.Header)
+	vals := r.Header[m.header] // Header.Values, but for the canonicalization
 	switch {
 	case len(vals) == 0 && m.opts.Required:
 		writeProblem(w, http.StatusBadRequest, "This request needs an "+m.opts.Header+" header.", false)
@@ -148,10 +151,13 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil, 0
 	}
-	body, err := readGrowing(io.LimitReader(r.Body, m.opts.MaxBodyBytes+1), r.ContentLength)
-	var tooLarge *http.MaxBytesError
+	limit := m.opts.MaxBodyBytes + 1 // a byte more, to see a body past it
+	if limit < 0 {
+		limit = math.MaxInt64 // MaxBodyBytes is MaxInt64
+	}
+	body, err := readGrowing(r.Body, r.ContentLength, limit)
 	switch {
-	case errors.As(err, &tooLarge), int64(len(body)) > m.opts.MaxBodyBytes:
+	case int64(len(body)) > m.opts.MaxBodyBytes, err != nil && isMaxBytes(err):
 		return nil, http.StatusRequestEntityTooLarge
 	case err != nil:
 		return nil, http.StatusBadRequest
@@ -159,24 +165,32 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int) {
 	return body, 0
 }
 
+// isMaxBytes reports whether err is an http.MaxBytesReader's: a body past
+// a limit set before the middleware. (Apart from readBody, so that the
+// target of errors.As escapes only when there is an error.)
+func isMaxBytes(err error) bool {
+	var tooLarge *http.MaxBytesError
+	return errors.As(err, &tooLarge)
+}
+
 // firstRead is the most that readGrowing holds before any byte arrives.
 const firstRead = 512
 
-// readGrowing reads r to its end into a buffer that starts at firstRead
-// bytes, or at the declared length (and a byte to see the end in) if that
-// is smaller, which makes most bodies one allocation of the right size,
-// and grows with what is read, as io.ReadAll does.
-func readGrowing(r io.Reader, declared int64) ([]byte, error) {
+// readGrowing reads r to its end, or to limit bytes, into a buffer that
+// starts at firstRead bytes, or at the declared length (and a byte to see
+// the end in) if that is smaller, which makes most bodies one allocation
+// of the right size, and grows with what is read, as io.ReadAll does.
+func readGrowing(r io.Reader, declared, limit int64) ([]byte, error) {
 	n := int64(firstRead)
 	if declared > 0 && declared < n {
 		n = declared + 1
 	}
-	b := make([]byte, 0, n)
-	for {
+	b := make([]byte, 0, min(n, limit))
+	for int64(len(b)) < limit {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
-		k, err := r.Read(b[len(b):cap(b)])
+		k, err := r.Read(b[len(b):min(int64(cap(b)), limit)])
 		b = b[:len(b)+k]
 		if err == io.EOF {
 			return b, nil
@@ -185,6 +199,7 @@ func readGrowing(r io.Reader, declared int64) ([]byte, error) {
 			return b, err
 		}
 	}
+	return b, nil
 }
 
 // replay sends a saved result.
@@ -197,11 +212,12 @@ func replay(w http.ResponseWriter, result []byte, p *report) {
 		return
 	}
 	p.set(OutcomeReplayed, rec.status, nil)
-	w.Header().Set(ReplayedHeader, "true")
+	h := w.Header() // the names are canonical: set without Header.Set's canonicalization
+	h[ReplayedHeader] = []string{"true"}
 	if rec.omitted {
-		w.Header().Set(BodyOmittedHeader, "true")
+		h[BodyOmittedHeader] = []string{"true"}
 	}
-	send(w, rec.status, rec.header, rec.body, rec.trailer)
+	send(w, rec.status, rec.header, rec.body, rec.trailer, true)
 }
 
 // Headers that a replay carries.

@@ -33,6 +33,11 @@ const (
 // §11.6.3, §11.7.3). Stripe's replays, likewise, carry the status and the
 // body, not the session.
 func notSaved(name string) bool {
+	switch len(name) { // most names are none of them: no need to canonicalize
+	case len("Set-Cookie"), len("Set-Cookie2"), len("Authentication-Info"), len("Proxy-Authentication-Info"):
+	default:
+		return false
+	}
 	switch http.CanonicalHeaderKey(name) {
 	case "Set-Cookie", "Set-Cookie2", "Authentication-Info", "Proxy-Authentication-Info":
 		return true
@@ -128,30 +133,72 @@ func decodeRecord(b []byte) (record, error) {
 
 // header reads a header map written by appendHeader. Names that
 // [notSaved] names are dropped, should a record of an older release hold
-// them.
+// them. It takes three allocations whatever the header holds: one string
+// for all its names and values, one slice for all its values, the map.
 func (d *decoder) header() http.Header {
-	nh := d.uvarint()
-	if d.bad || nh > uint64(len(d.b)) { // each header takes at least a byte
+	n, nvals, size := scanHeader(d.b)
+	if size < 0 {
 		d.bad = true
 		return nil
 	}
-	h := make(http.Header, nh)
-	for range nh {
-		k := d.string()
-		nv := d.uvarint()
-		if d.bad || nv > uint64(len(d.b)) {
-			d.bad = true
-			return nil
-		}
-		vs := make([]string, nv)
+	text := string(d.b[:size])
+	p := decoder{b: d.b[:size]}
+	str := func() string { // the next string, as a part of text
+		k := p.uvarint()
+		at := size - len(p.b)
+		p.b = p.b[k:]
+		return text[at : at+int(k)]
+	}
+	p.uvarint() // n
+	vals := make([]string, nvals)
+	h := make(http.Header, n)
+	for range n {
+		k := str()
+		nv := int(p.uvarint())
+		vs := vals[:nv:nv] // capped: an append to one name's values leaves the next's alone
+		vals = vals[nv:]
 		for i := range vs {
-			vs[i] = d.string()
+			vs[i] = str()
 		}
 		if !notSaved(k) {
 			h[k] = vs
 		}
 	}
+	d.b = d.b[size:]
 	return h
+}
+
+// scanHeader checks the header map that b starts with, as appendHeader
+// wrote it, and returns how many names and values it has and its size in
+// bytes, or a size of -1 if it is malformed. It allocates nothing.
+func scanHeader(b []byte) (names uint64, vals, size int) {
+	d := decoder{b: b}
+	skip := func() {
+		if k := d.uvarint(); k > uint64(len(d.b)) {
+			d.bad = true
+		} else {
+			d.b = d.b[k:]
+		}
+	}
+	names = d.uvarint()
+	if d.bad || names > uint64(len(d.b)) { // each header takes at least a byte
+		return 0, 0, -1
+	}
+	for range names {
+		skip()
+		nv := d.uvarint()
+		if d.bad || nv > uint64(len(d.b)) {
+			return 0, 0, -1
+		}
+		for range nv {
+			skip()
+		}
+		vals += int(nv)
+	}
+	if d.bad {
+		return 0, 0, -1
+	}
+	return names, vals, len(b) - len(d.b)
 }
 
 // decoder reads fields off b; once a read fails, bad is set and every
@@ -169,15 +216,4 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.b = d.b[n:]
 	return v
-}
-
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.bad = true
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
 }

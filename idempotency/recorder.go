@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -139,9 +140,10 @@ func trailers(saved, live http.Header) http.Header {
 	return t
 }
 
-// send sends what the recorder holds to the client.
-func (r *recorder) send() {
-	send(r.w, r.status, r.saved, r.body.Bytes(), r.trailer)
+// send sends what the recorder holds to the client: all of the response if
+// whole, or what is held so far of one that streams on.
+func (r *recorder) send(whole bool) {
+	send(r.w, r.status, r.saved, r.body.Bytes(), r.trailer, whole)
 }
 
 // send writes a response: header, status, body and trailers. The header
@@ -152,12 +154,25 @@ func (r *recorder) send() {
 // trailers whether or not the Trailer header declared them (if the
 // response is chunked: with a Content-Length, net/http drops them, as it
 // did for the first response).
-func send(w http.ResponseWriter, status int, header http.Header, body []byte, trailer http.Header) {
+//
+// When body is the whole body (whole) and longer than the 2 KiB that
+// net/http buffers, send sets Content-Length, unless the response has
+// trailers or sets its own framing: net/http finds the length by itself
+// only for a body that fits that buffer, and chunks a larger one, which
+// costs a chunk header, a last chunk and a second write on the wire. A
+// saved response's length is known, so a replay, or a first response that
+// was held until saved, is never chunked. (A shorter body gets the same
+// Content-Length from net/http.)
+func send(w http.ResponseWriter, status int, header http.Header, body []byte, trailer http.Header, whole bool) {
 	dst := w.Header()
 	for k, v := range header {
 		if !strings.HasPrefix(k, http.TrailerPrefix) {
 			dst[k] = v
 		}
+	}
+	if whole && len(body) > chunkingBuffer && len(trailer) == 0 && bodyAllowed(status) &&
+		dst["Content-Length"] == nil && dst["Transfer-Encoding"] == nil && dst["Trailer"] == nil {
+		dst["Content-Length"] = []string{strconv.Itoa(len(body))}
 	}
 	w.WriteHeader(status)
 	if len(body) > 0 {
@@ -171,6 +186,10 @@ func send(w http.ResponseWriter, status int, header http.Header, body []byte, tr
 		}
 	}
 }
+
+// chunkingBuffer is how much of a body net/http's server buffers before it
+// sends the header: past it, a body without a Content-Length is chunked.
+const chunkingBuffer = 2048
 
 // declared reports whether header's Trailer field names the trailer name.
 func declared(header http.Header, name string) bool {

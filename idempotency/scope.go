@@ -23,7 +23,7 @@ func credentialScope(r *http.Request) string {
 	var stack [512]byte // most credentials fit: no allocation
 	b := stack[:0]
 	for _, name := range credentialHeaders {
-		vals := r.Header.Values(name)
+		vals := r.Header[name] // the names are canonical already
 		if len(vals) == 0 {
 			continue
 		}
