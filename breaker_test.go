@@ -278,17 +278,7 @@ func TestBreakerProbeCountIsExactUnderConcurrency(t *testing.T) {
 			})
 		}
 		ready.Done()
-		nSent, nRefused := 0, 0
-		for nSent+nRefused < 1000 {
-			select {
-			case <-sent:
-				nSent++
-			case <-refused:
-				nRefused++
-			case <-time.After(watchdog):
-				require.FailNow(t, "timed out", "%d sent, %d refused", nSent, nRefused)
-			}
-		}
+		nSent, nRefused := countOutcomes(t, 1000, sent, refused)
 		close(release)
 		wg.Wait()
 		assert.Equal(t, probes, nSent, "1,000 calls racing a half-open breaker with %d probes", probes)

@@ -98,17 +98,7 @@ func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
 	open(t, b, once, 4)
 	clk.Add(10 * time.Second)
 	close(trip)
-	nSent, nRefused := 0, 0
-	for nSent+nRefused < calls {
-		select {
-		case <-sent:
-			nSent++
-		case <-refused:
-			nRefused++
-		case <-time.After(watchdog):
-			require.FailNow(t, "timed out", "%d sent, %d refused", nSent, nRefused)
-		}
-	}
+	nSent, nRefused := countOutcomes(t, calls, sent, refused)
 	close(release)
 	wg.Wait()
 	assert.Equal(t, probes, nSent)

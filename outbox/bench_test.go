@@ -28,21 +28,10 @@ func BenchmarkEnqueue(b *testing.B) {
 				b.Fatal(err)
 			}
 			payload := make([]byte, 256)
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for range g {
-				wg.Go(func() {
-					for left.Add(-1) >= 0 {
-						if _, err := o.Enqueue(context.Background(), outbox.Op{Kind: "send", Payload: payload}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			inParallel(b, g, func() error {
+				_, err := o.Enqueue(context.Background(), outbox.Op{Kind: "send", Payload: payload})
+				return err
+			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "enqueues/s")
 		})
 	}
@@ -62,28 +51,36 @@ func BenchmarkFileJournalAdd(b *testing.B) {
 			defer j.Close()
 			payload := make([]byte, 256)
 			now := time.Now()
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for range g {
-				wg.Go(func() {
-					for left.Add(-1) >= 0 {
-						e, err := outbox.NewEntry(outbox.Op{Kind: "send", Payload: payload}, now, 0)
-						if err == nil {
-							err = j.Add(context.Background(), e)
-						}
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			inParallel(b, g, func() error {
+				e, err := outbox.NewEntry(outbox.Op{Kind: "send", Payload: payload}, now, 0)
+				if err == nil {
+					err = j.Add(context.Background(), e)
+				}
+				return err
+			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "adds/s")
 		})
 	}
+}
+
+// inParallel resets b's timer and calls op b.N times in all, from g
+// goroutines, each calling it again as soon as its last call returned.
+func inParallel(b *testing.B, g int, op func() error) {
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range g {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if err := op(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // BenchmarkResume measures New over a journal of 10,000 pending ops: what
