@@ -1,8 +1,6 @@
 package retryotel_test
 
 import (
-	"context"
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,10 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/internal/outboxfix"
 	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/retryotel"
-	"github.com/stormguard/retry/retrytest"
 )
 
 // The seam: an Outbox running real ops over a file journal, and the gauges
@@ -23,33 +20,8 @@ import (
 // payload or error text in any attribute. After Unregister, nothing.
 func TestObserveOutbox(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	j, err := outbox.OpenFile(filepath.Join(t.TempDir(), "journal"))
-	require.NoError(t, err)
-	clk := retrytest.NewClock()
-	o, err := outbox.New(j, outbox.Options{Clock: clk, Concurrency: 2})
-	require.NoError(t, err)
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	o.Handle("pay", func(ctx context.Context, op outbox.Op) error {
-		if string(op.Payload) == "frozen" {
-			return retry.Permanent(errors.New("declined: " + secret))
-		}
-		started <- struct{}{}
-		select {
-		case <-release:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- o.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		j.Close()
-	})
+	fx := outboxfix.Start(t, secret)
+	o, clk := fx.Outbox, fx.Clock
 
 	s := newSink(t)
 	reg, err := s.obs.ObserveOutbox("payments", o)
@@ -81,21 +53,10 @@ func TestObserveOutbox(t *testing.T) {
 	}
 	assert.Equal(t, gauges{ops: map[string]int64{"pending": 0, "running": 0, "failed": 0}}, read(), "an empty outbox")
 
-	_, err = o.Enqueue(ctx, outbox.Op{Kind: "later", Payload: []byte(secret)}) // no handler: pending
-	require.NoError(t, err)
-	clk.Add(time.Minute)
-	frozen, err := o.Enqueue(ctx, outbox.Op{Kind: "pay", Payload: []byte("frozen")})
-	require.NoError(t, err)
-	_, err = o.Enqueue(ctx, outbox.Op{Kind: "pay", Payload: []byte("slow")})
-	require.NoError(t, err)
-	clk.Add(time.Minute)
-	r, err := o.Wait(ctx, frozen)
-	require.NoError(t, err)
-	require.Equal(t, outbox.Failed, r.State)
-	<-started
+	fx.Fill(t)
 	assert.Equal(t, gauges{ops: map[string]int64{"pending": 1, "running": 1, "failed": 1}, oldest: 120}, read())
 
-	close(release)
+	fx.Release()
 	require.Eventually(t, func() bool { return o.Stats().Running == 0 }, 10*time.Second, time.Millisecond)
 	clk.Add(time.Minute)
 	assert.Equal(t, gauges{ops: map[string]int64{"pending": 1, "running": 0, "failed": 1}, oldest: 180}, read(), "read at each collection")
