@@ -387,34 +387,6 @@ func (o *Outbox) Redrive(ctx context.Context, key string) error {
 	return nil
 }
 
-// opHeap orders pending ops by the time of their next attempt.
-type opHeap []*item
-
-func (h opHeap) Len() int { return len(h) }
-func (h opHeap) Less(i, j int) bool {
-	if !h[i].e.Next.Equal(h[j].e.Next) {
-		return h[i].e.Next.Before(h[j].e.Next)
-	}
-	return h[i].e.Enqueued.Before(h[j].e.Enqueued)
-}
-func (h opHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *opHeap) Push(x any) {
-	p := x.(*item)
-	p.index = len(*h)
-	*h = append(*h, p)
-}
-func (h *opHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	old[len(old)-1] = nil
-	p.index = -1
-	*h = old[:len(old)-1]
-	return p
-}
-
 // realClock is the real time, when neither Options nor Policy set a Clock.
 type realClock struct{}
 

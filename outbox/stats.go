@@ -90,26 +90,3 @@ func (o *Outbox) unfinishedDone(p *item, s State) {
 		o.failed++
 	}
 }
-
-// ageHeap orders the unfinished ops by when they were enqueued.
-type ageHeap []*item
-
-func (h ageHeap) Len() int           { return len(h) }
-func (h ageHeap) Less(i, j int) bool { return h[i].e.Enqueued.Before(h[j].e.Enqueued) }
-func (h ageHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].ageIndex, h[j].ageIndex = i, j
-}
-func (h *ageHeap) Push(x any) {
-	p := x.(*item)
-	p.ageIndex = len(*h)
-	*h = append(*h, p)
-}
-func (h *ageHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	old[len(old)-1] = nil
-	p.ageIndex = -1
-	*h = old[:len(old)-1]
-	return p
-}

@@ -82,23 +82,7 @@ func writeStormChart(dir string, cfg stormConfig, rows []stormRow) error {
 	title := fmt.Sprintf("Scenario A: %d clients fail together at t=0, the network returns at %v (run 0, no budget)",
 		cfg.Clients, cfg.Outage)
 	w, h := 24*vg.Centimeter, vg.Length(len(panels))*5*vg.Centimeter+vg.Centimeter
-	return saveFigure(filepath.Join(dir, "storm_arrivals"), w, h, func(dc draw.Canvas) {
-		const titleSpace = 24
-		sty := draw.TextStyle{
-			Color:   color.Black,
-			Font:    font.From(plot.DefaultFont, 12),
-			Handler: plot.DefaultTextHandler,
-			XAlign:  draw.XCenter,
-			YAlign:  draw.YTop,
-		}
-		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - 6}, title)
-		tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(8), PadTop: titleSpace,
-			PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-		canvases := plot.Align(plots, tiles, dc)
-		for i := range plots {
-			plots[i][0].Draw(canvases[i][0])
-		}
-	})
+	return saveStacked(filepath.Join(dir, "storm_arrivals"), w, h, title, plots)
 }
 
 // arrivalSteps turns counts per window into the corners of a step line
@@ -258,4 +242,26 @@ func writeTo(path string, c io.WriterTo) error {
 		return err
 	}
 	return f.Close()
+}
+
+// saveStacked saves plots, one column of them, under a title, as
+// saveFigure does.
+func saveStacked(base string, w, h vg.Length, title string, plots [][]*plot.Plot) error {
+	return saveFigure(base, w, h, func(dc draw.Canvas) {
+		const titleSpace = 24
+		sty := draw.TextStyle{
+			Color:   color.Black,
+			Font:    font.From(plot.DefaultFont, 12),
+			Handler: plot.DefaultTextHandler,
+			XAlign:  draw.XCenter,
+			YAlign:  draw.YTop,
+		}
+		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - 6}, title)
+		tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(8), PadTop: titleSpace,
+			PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+		canvases := plot.Align(plots, tiles, dc)
+		for i := range plots {
+			plots[i][0].Draw(canvases[i][0])
+		}
+	})
 }

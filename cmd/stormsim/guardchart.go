@@ -6,11 +6,9 @@ import (
 	"path/filepath"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // writeOutageChart draws the hard outage: for each control, the attempts
@@ -101,21 +99,5 @@ func writePanels(base, title string, l load, runs []guardRun, capacity float64, 
 		plots[i] = []*plot.Plot{p}
 	}
 	w, h := 24*vg.Centimeter, vg.Length(len(runs))*4.5*vg.Centimeter+vg.Centimeter
-	return saveFigure(base, w, h, func(dc draw.Canvas) {
-		const titleSpace = 24
-		sty := draw.TextStyle{
-			Color:   color.Black,
-			Font:    font.From(plot.DefaultFont, 12),
-			Handler: plot.DefaultTextHandler,
-			XAlign:  draw.XCenter,
-			YAlign:  draw.YTop,
-		}
-		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - 6}, title)
-		tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(8), PadTop: titleSpace,
-			PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-		canvases := plot.Align(plots, tiles, dc)
-		for i := range plots {
-			plots[i][0].Draw(canvases[i][0])
-		}
-	})
+	return saveStacked(base, w, h, title, plots)
 }
