@@ -131,15 +131,6 @@ type Breaker struct {
 	ws  atomic.Pointer[watchers] // told of each change of state; a Breakers' own, for its Breakers
 }
 
-// watchers returns b's watchers, made on first use.
-func (b *Breaker) watchers() *watchers {
-	if ws := b.ws.Load(); ws != nil {
-		return ws
-	}
-	b.ws.CompareAndSwap(nil, new(watchers))
-	return b.ws.Load()
-}
-
 // changed tells b's watchers that it moved from s to next. It runs under
 // b.mu, so that they hear of the changes in their order. A breaker that
 // opens while watched sets a timer for its move to half-open, so that the

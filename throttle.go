@@ -98,15 +98,6 @@ type Throttle struct {
 	ws  atomic.Pointer[watchers] // told when shedding starts and stops; a Throttles' own, for its Throttles
 }
 
-// watchers returns t's watchers, made on first use.
-func (t *Throttle) watchers() *watchers {
-	if ws := t.ws.Load(); ws != nil {
-		return ws
-	}
-	t.ws.CompareAndSwap(nil, new(watchers))
-	return t.ws.Load()
-}
-
 // note records whether the throttle sheds, by the probability p just
 // computed, and tells the watchers when that changes: once per change, by
 // whoever wins the swap. It costs an attempt one atomic load.

@@ -81,16 +81,26 @@ func (ws *watchers) unwatch(id any) {
 	ws.list.Store(&next)
 }
 
+// lazyWatchers returns the watchers at p, made on first use: a lone
+// Breaker or Throttle that nobody watches holds none.
+func lazyWatchers(p *atomic.Pointer[watchers]) *watchers {
+	if ws := p.Load(); ws != nil {
+		return ws
+	}
+	p.CompareAndSwap(nil, new(watchers))
+	return p.Load()
+}
+
 // watchersOf returns the watchers of target, or nil if it has none to give.
 func watchersOf(target any) *watchers {
 	switch t := target.(type) {
 	case *Breaker:
 		if t != nil {
-			return t.watchers()
+			return lazyWatchers(&t.ws)
 		}
 	case *Throttle:
 		if t != nil {
-			return t.watchers()
+			return lazyWatchers(&t.ws)
 		}
 	case *Breakers:
 		if t != nil {

@@ -66,16 +66,7 @@ func simulateOutage(l load, controls []control, runs int) ([]outageRow, []guardR
 	samples := make([]guardRun, 0, len(controls))
 	for _, c := range controls {
 		row := outageRow{Control: c, Target: recoveryTarget(c, l), Recovered: true}
-		for r := range max(runs, 1) {
-			lr := l
-			lr.Seed += uint64(r)
-			run, err := runGuarded(lr, c, false)
-			if err != nil {
-				return nil, nil, err
-			}
-			if r == 0 {
-				samples = append(samples, run)
-			}
+		sample, err := eachSeed(l, c, runs, func(lr load, run guardRun) {
 			var calls, sent int
 			for i, b := range run.Buckets {
 				if time.Duration(i)*l.Bucket < l.DownUntil {
@@ -87,13 +78,37 @@ func simulateOutage(l load, controls []control, runs int) ([]outageRow, []guardR
 			rec, ok := recovery(run, lr)
 			row.Recovery += rec
 			row.Recovered = row.Recovered && ok
+		})
+		if err != nil {
+			return nil, nil, err
 		}
+		samples = append(samples, sample)
 		n := max(runs, 1)
 		row.PerCall /= float64(n)
 		row.Recovery /= time.Duration(n)
 		rows = append(rows, row)
 	}
 	return rows, samples, nil
+}
+
+// eachSeed runs load l with control c runs times (at least once), run r
+// with seed l.Seed+r, passes each run to add, and returns run 0, for the
+// charts.
+func eachSeed(l load, c control, runs int, add func(lr load, run guardRun)) (guardRun, error) {
+	var first guardRun
+	for r := range max(runs, 1) {
+		lr := l
+		lr.Seed += uint64(r)
+		run, err := runGuarded(lr, c, false)
+		if err != nil {
+			return guardRun{}, err
+		}
+		if r == 0 {
+			first = run
+		}
+		add(lr, run)
+	}
+	return first, nil
 }
 
 // recoveryTarget is how soon after the backend heals c should have

@@ -54,16 +54,7 @@ func simulateOverload(l load, controls []control, runs int) ([]overloadRow, []gu
 	n := max(runs, 1)
 	for _, c := range controls {
 		row := overloadRow{Control: c}
-		for r := range n {
-			lr := l
-			lr.Seed += uint64(r)
-			run, err := runGuarded(lr, c, false)
-			if err != nil {
-				return nil, nil, err
-			}
-			if r == 0 {
-				samples = append(samples, run)
-			}
+		sample, err := eachSeed(l, c, runs, func(_ load, run guardRun) {
 			var sent, accepted, calls, succeeded int
 			for i := int(overloadSettled / l.Bucket); i < int(l.Length/l.Bucket); i++ {
 				b := run.Buckets[i]
@@ -73,7 +64,11 @@ func simulateOverload(l load, controls []control, runs int) ([]overloadRow, []gu
 			row.Accepted += float64(accepted) / secs / overloadCapacity
 			row.RejectedPerAccepted += float64(sent-accepted) / float64(max(accepted, 1))
 			row.Succeeded += float64(succeeded) / float64(max(calls, 1))
+		})
+		if err != nil {
+			return nil, nil, err
 		}
+		samples = append(samples, sample)
 		row.Accepted /= float64(n)
 		row.RejectedPerAccepted /= float64(n)
 		row.Succeeded /= float64(n)
