@@ -3,7 +3,6 @@ package retrygrpc_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,36 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // dialTarget is dial for a ClientConn whose target is target, so that a
 // test can tell two services apart.
 func dialTarget(t *testing.T, srv *server, target string, opts ...grpc.DialOption) testgrpc.TestServiceClient {
 	t.Helper()
-	buf := bufconn.Listen(1 << 16)
-	s := grpc.NewServer(grpc.WaitForHandlers(true))
-	testgrpc.RegisterTestServiceServer(s, srv)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = s.Serve(buf)
-	}()
-	opts = append([]grpc.DialOption{
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	}, opts...)
-	cc, err := grpc.NewClient(target, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cc.Close()
-		s.Stop()
-		<-served
-	})
-	return testgrpc.NewTestServiceClient(cc)
+	register := func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) }
+	return testgrpc.NewTestServiceClient(dialServeAs(t, target, register, nil, nil, opts...))
 }
 
 // WithBreakers gives each target its own breaker, on the bubble's fake

@@ -272,6 +272,13 @@ func dialRaw(t *testing.T, register func(*grpc.Server), opts ...grpc.DialOption)
 // wrapped around each connection the server accepts.
 func dialServe(t *testing.T, register func(*grpc.Server), sopts []grpc.ServerOption, wrap func(net.Conn) net.Conn, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
+	return dialServeAs(t, "passthrough:///bufconn", register, sopts, wrap, opts...)
+}
+
+// dialServeAs is dialServe for a ClientConn whose target is target, so
+// that a test can tell two services apart.
+func dialServeAs(t *testing.T, target string, register func(*grpc.Server), sopts []grpc.ServerOption, wrap func(net.Conn) net.Conn, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
 	buf := bufconn.Listen(1 << 16)
 	var lis net.Listener = buf
 	if wrap != nil {
@@ -288,7 +295,7 @@ func dialServe(t *testing.T, register func(*grpc.Server), sopts []grpc.ServerOpt
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 	}, opts...)
-	cc, err := grpc.NewClient("passthrough:///bufconn", opts...)
+	cc, err := grpc.NewClient(target, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		cc.Close()

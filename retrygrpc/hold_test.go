@@ -2,7 +2,6 @@ package retrygrpc_test
 
 import (
 	"context"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,11 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // throttling answers UNAVAILABLE with a 2s pushback for its first 2s, and
@@ -44,25 +41,9 @@ func (s *throttling) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest)
 // the retrying interceptor; both are closed when the test ends.
 func serveOn(t *testing.T, srv testgrpc.TestServiceServer, target string, opts ...retrygrpc.Option) testgrpc.TestServiceClient {
 	t.Helper()
-	buf := bufconn.Listen(1 << 16)
-	s := grpc.NewServer(grpc.WaitForHandlers(true))
-	testgrpc.RegisterTestServiceServer(s, srv)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = s.Serve(buf)
-	}()
-	cc, err := grpc.NewClient(target,
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return buf.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		withRetry(retry.Policy{MaxAttempts: 5}, append([]retrygrpc.Option{retrygrpc.WithAllIdempotent()}, opts...)...))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cc.Close()
-		s.Stop()
-		<-served
-	})
-	return testgrpc.NewTestServiceClient(cc)
+	register := func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) }
+	retrying := withRetry(retry.Policy{MaxAttempts: 5}, append([]retrygrpc.Option{retrygrpc.WithAllIdempotent()}, opts...)...)
+	return testgrpc.NewTestServiceClient(dialServeAs(t, target, register, nil, nil, retrying))
 }
 
 // 500 calls to a server that pushes back for 2s, one every 4ms: the first
