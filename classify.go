@@ -37,13 +37,12 @@ type Decision struct {
 	// must hold no secrets: never an error's message, which may quote a URL
 	// or a value.
 	Reason string
-
-	// failed marks a decision not to retry an attempt that the Classifier
-	// would have retried, made by an integration package's own rule (a
-	// request not safe to repeat, a committed stream): the Throttle and the
-	// Breaker still count the attempt as failed, since the service did
-	// fail it. Set only through internal/guards.
-	failed bool
+	// Failed marks a decision not to retry an attempt that the service
+	// did fail, made by an integration's own rule (a request not safe to
+	// repeat, a committed stream), so that the Throttle and the Breaker
+	// still count it as failed. A Decision with Retry set is failed
+	// anyway.
+	Failed bool
 }
 
 // DefaultClassifier is the [Classifier] of the zero [Policy]:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 )
 
@@ -177,7 +178,7 @@ func Example_fakeClock() {
 // A Budget shared by every call to one service stops retries when most of
 // them fail, so a fleet of clients cannot multiply the load on it.
 func ExampleBudget() {
-	budget, err := retry.NewBudget(10, 0.1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	if err != nil {
 		panic(err)
 	}
@@ -260,7 +261,7 @@ func ExamplePolicy_onDone() {
 // Budgets keeps one Budget per downstream host (or tenant): a host that is
 // down spends its own retries, not the others'.
 func ExampleBudgets() {
-	budgets, err := retry.NewBudgets(10, 0.1, 1000)
+	budgets, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}, 1000)
 	if err != nil {
 		panic(err)
 	}
@@ -279,7 +280,7 @@ func ExampleBudgets() {
 // of them fail, and lets a few probes through after OpenFor.
 func ExampleNewBreaker() {
 	clk := retrytest.NewClock() // a fake clock, moved by hand
-	breaker, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 2, OpenFor: 10 * time.Second, Probes: 1, Clock: clk})
+	breaker, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 2, OpenFor: 10 * time.Second, Probes: 1, Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -306,7 +307,7 @@ func ExampleNewBreaker() {
 // A Throttle shared by the calls to one service sheds them on the client
 // while the service rejects most of them.
 func ExampleNewThrottle() {
-	throttle, err := retry.NewThrottle(retry.ThrottleOptions{Clock: retrytest.NewClock()})
+	throttle, err := guard.NewThrottle(guard.ThrottleOptions{Clock: retrytest.NewClock()})
 	if err != nil {
 		panic(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/stormguard/retry/guard"
 )
 
 // Defaults of the zero Hedger.
@@ -307,14 +309,14 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 	// The Breaker and the Throttle see the first attempt, each retry and
 	// each hedge before it starts; a hedge they refuse is not started, and
 	// never takes a half-open breaker's probe.
-	var g guard
-	if p.Throttle != nil || p.Breaker != nil {
-		g.init(p.Throttle, p.Breaker)
-		g.mayProbe = true
-		defer g.finish()
-		if stop := g.before(1); stop != StopNone {
-			t.stop = stop
-			return v, &StopError{Stop: stop}
+	var g guard.Call
+	guarded := p.Throttle != nil || p.Breaker != nil
+	if guarded {
+		g.Start(p.Throttle, p.Breaker)
+		defer g.End()
+		if r := g.Admit(1); r != guard.NotRefused {
+			t.stop = refusalStop(r)
+			return v, &StopError{Stop: t.stop}
 		}
 	}
 	r.h.begin()
@@ -355,17 +357,17 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 				r.h.observe(res.ended.Sub(r.round))
 				t.stop = StopSuccess
 				if p.Budget != nil {
-					p.Budget.succeeded()
+					p.Budget.Succeeded()
 				}
-				if g.th != nil || g.br != nil {
-					g.succeeded()
+				if guarded {
+					g.Succeeded()
 				}
 				return res.v, nil
 			}
 			keep(res)
 			if ctx.Err() != nil {
-				if g.th != nil || g.br != nil {
-					g.attempted(failedOutcome(ctx.Err(), false))
+				if guarded {
+					g.Attempted(guard.OutcomeOf(ctx.Err(), false))
 				}
 				a.Reason = ctx.Err().Error()
 				t.stop = StopContextDone
@@ -373,15 +375,15 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			}
 			d := p.Classifier(ctx, *a)
 			a.Reason = d.Reason
-			if g.th != nil || g.br != nil {
-				g.attempted(failedOutcome(nil, d.Retry || d.failed))
+			if guarded {
+				g.Attempted(guard.OutcomeOf(nil, d.Retry || d.Failed))
 			}
 			if !d.Retry {
 				t.stop = StopNotRetryable
 				return r.returnKept(kept.v), res.err
 			}
 			if p.Budget != nil {
-				p.Budget.failed()
+				p.Budget.Failed()
 			}
 			if r.inFlight > 0 {
 				if !hedge.armed() && r.started != maxAttempts && r.inFlight < maxInFlight {
@@ -407,10 +409,10 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 
 		case <-hedge.c:
 			hedge.stop()
-			if r.inFlight < maxInFlight && r.started != maxAttempts && (p.Budget == nil || p.Budget.allow()) &&
-				(g.th == nil && g.br == nil || g.before(r.started+1) == StopNone) && r.h.allowHedge() {
+			if r.inFlight < maxInFlight && r.started != maxAttempts && (p.Budget == nil || p.Budget.AllowRetry()) &&
+				(!guarded || g.Admit(r.started+1) == guard.NotRefused) && r.h.allowHedge() {
 				if p.Budget != nil {
-					p.Budget.failed() // a hedge costs what a retry costs
+					p.Budget.Failed() // a hedge costs what a retry costs
 				}
 				r.start(callCtx, true, r.h.HedgeDelay())
 				if r.inFlight < maxInFlight && r.started != maxAttempts {
@@ -421,10 +423,10 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 		case <-retryWait.c:
 			w := retryWait.d
 			retryWait.stop()
-			if g.th != nil || g.br != nil {
-				if stop := g.before(r.started + 1); stop != StopNone {
-					t.stop = stop // the kept value was released before the wait
-					return v, &StopError{Stop: stop, Attempts: t.n, Err: kept.err}
+			if guarded {
+				if ref := g.Admit(r.started + 1); ref != guard.NotRefused {
+					t.stop = refusalStop(ref) // the kept value was released before the wait
+					return v, &StopError{Stop: t.stop, Attempts: t.n, Err: kept.err}
 				}
 			}
 			r.start(callCtx, false, w)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -128,7 +129,7 @@ func TestHedgeRetriesWhenAllFail(t *testing.T) {
 func TestHedgeBudget(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b, err := retry.NewBudget(4, 0.1) // a copy needs more than 2 tokens
+		b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 0.1}) // a copy needs more than 2 tokens
 		require.NoError(t, err)
 		h := &retry.Hedger{Delay: time.Millisecond, MaxInFlight: 10}
 		s := &scripted{took: []time.Duration{100 * time.Millisecond}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/internal/loopvals"
 )
 
@@ -23,8 +24,8 @@ type nestedKey struct{}
 // loopMark is the ctx of a retry loop's op: the ctx Do was given, marked.
 type loopMark struct {
 	context.Context
-	budget *Budget     // the outer loop's, so that a nested Do does not charge it twice
-	done   atomic.Bool // set when the loop returns
+	budget *guard.Budget // the outer loop's, so that a nested Do does not charge it twice
+	done   atomic.Bool   // set when the loop returns
 
 	// vals is what the packages beside retry keep for the whole loop, such
 	// as retryhttp's idempotency key of each write that op makes, so that

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,7 +133,7 @@ func TestNestedMarkEndsWithItsLoop(t *testing.T) {
 func TestNestedLoopSharingABudgetChargesOnce(t *testing.T) {
 	t.Parallel()
 	measure := func(t *testing.T, share bool) float64 {
-		outer, err := retry.NewBudget(100, 0.1)
+		outer, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 100, TokenRatio: 0.1})
 		require.NoError(t, err)
 		inner := outer
 		if !share {
@@ -156,7 +157,7 @@ func TestNestedLoopSharingABudgetChargesOnce(t *testing.T) {
 func TestNestedSharedBudgetTripsWhereASingleLoopDoes(t *testing.T) {
 	t.Parallel()
 	trip := func(nested bool) int {
-		b, err := retry.NewBudget(10, 0.1)
+		b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 		require.NoError(t, err)
 		for call := 1; call <= 20; call++ {
 			op := retrytest.Always(errUnavailable)

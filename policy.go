@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stormguard/retry/guard"
 )
 
 // Defaults that a zero field of [Policy] stands for.
@@ -98,15 +100,15 @@ type Policy struct {
 	// Budget, if set, limits retries across every Do that shares it, so that
 	// a fleet stops multiplying load on a failing service [none]. See
 	// [Budget] for why it should be one per downstream service.
-	Budget *Budget
+	Budget *guard.Budget
 
 	// Throttle, if set, sheds attempts, the first included, while the
 	// service behind it rejects many of them [none]. See [Throttle].
-	Throttle *Throttle
+	Throttle *guard.Throttle
 
 	// Breaker, if set, fails calls fast while the service behind it is
 	// down [none]. See [Breaker].
-	Breaker *Breaker
+	Breaker *guard.Breaker
 
 	// RetryNested lets this Policy retry even when Do runs inside the op of
 	// another Do [false: a nested Do makes one attempt and leaves retrying to

@@ -3,8 +3,9 @@ package retry
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
+
+	"github.com/stormguard/retry/guard"
 )
 
 // Do calls op until it succeeds or p says to stop, and returns the [Trace]
@@ -107,48 +108,9 @@ func callOnDone(ctx context.Context, onDone func(context.Context, Trace, error),
 	onDone(ctx, *t, *err)
 }
 
-// guarded reports whether p has a Throttle or a Breaker: such a call takes
-// runGuarded, so that the others pay nothing for them, not even a defer
-// (which would keep run's own from being open-coded).
-func (p *Policy) guarded() bool { return p.Throttle != nil || p.Breaker != nil }
-
-// runGuarded is run through the Policy's Throttle and Breaker. A closed
-// breaker's call holds nothing that a panic could lose, and is told how it
-// went when run returns, with no defer; a call that may take a half-open
-// probe takes runProbing, which gives the probe back on a panic.
-func (p *Policy) runGuarded(ctx context.Context, op func(context.Context) error, t *Trace) error {
-	var g guard
-	g.init(p.Throttle, p.Breaker)
-	if g.br != nil && BreakerState(g.br.state.Load()&3) != BreakerClosed {
-		return p.runProbing(ctx, op, t, &g)
-	}
-	err := p.run(ctx, op, t, &g)
-	if g.pending {
-		g.report()
-	} else if g.retake {
-		// The breaker left closed before the first attempt: nothing was
-		// sent or counted, and the call starts again, holding its probe.
-		*t = Trace{}
-		g.retake = false
-		return p.runProbing(ctx, op, t, &g)
-	}
-	return err
-}
-
-// runProbing is runGuarded for a call that may take a half-open probe.
-func (p *Policy) runProbing(ctx context.Context, op func(context.Context) error, t *Trace, g *guard) error {
-	g.mayProbe = true
-	defer g.done()
-	err := p.run(ctx, op, t, g)
-	if g.pending {
-		g.report()
-	}
-	return err
-}
-
 // run is the one retry loop behind Do and DoValue. p is the caller's copy;
 // g is nil when it has neither a Throttle nor a Breaker.
-func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace, g *guard) (err error) {
+func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace, g *guard.Call) (err error) {
 	switch {
 	case op == nil:
 		t.stop = StopInvalid
@@ -206,14 +168,14 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	// return statements and the compiler open-codes its defers: a call that
 	// succeeds at once then pays nothing for them.
 	//
-	// wait is the wait before the current attempt: the callee's RetryAfter,
-	// if any, plus jittered, what the Jitter made of the backoff, which alone
-	// feeds the next Jitter so that one long RetryAfter does not pin later
-	// waits at the cap.
-	var wait, jittered time.Duration
+	// wait is the wait before the current attempt; pr carries what the
+	// next step needs (Progress.PrevWait: the Jitter's part of it alone).
+	pr := Progress{Deadline: deadline, Guard: g}
+	var wait time.Duration
 	for n := 1; ; n++ {
 		if g != nil {
-			if stop := g.before(n); stop != StopNone {
+			if r := g.Admit(n); r != guard.NotRefused {
+				stop := refusalStop(r)
 				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
 				break
 			}
@@ -234,44 +196,24 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		if err == nil {
 			t.stop = StopSuccess
 			if budget != nil {
-				budget.succeeded()
+				budget.Succeeded()
 			}
 			if g != nil {
-				g.succeeded()
+				g.Succeeded()
 			}
 			break
 		}
-		if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
-			if g != nil {
-				g.attempted(failedOutcome(cerr, false))
-			}
-			a.Reason = cerr.Error()
-			t.stop, err = StopContextDone, ctxStop(ctx, err, n)
-			break
-		}
-
 		if !resolved {
 			_ = p.resolve() // plainValid said it is valid
 			resolved = true
 		}
-		d := p.Classifier(ctx, *a)
-		a.Reason = d.Reason
-		if g != nil {
-			g.attempted(failedOutcome(nil, d.Retry || d.failed))
-		}
-		if !d.Retry {
-			t.stop = StopNotRetryable
+		pr.Attempts = n
+		v := p.next(ctx, a, &pr, maxAttempts, deferred, budget)
+		if v.Stop != StopNone {
+			t.stop, err = v.Stop, v.Err
 			break
 		}
-		if budget != nil {
-			budget.failed()
-		}
-		var stop StopReason
-		var stopErr error
-		if wait, stop, stopErr = p.retryOrStop(ctx, a, d, n, n == maxAttempts, deferred, budget, deadline, &jittered); stop != StopNone {
-			t.stop, err = stop, stopErr
-			break
-		}
+		wait = v.Wait
 		woke, ok := sl.sleep(ctx, p.Clock, wait)
 		if !ok || ctx.Err() != nil {
 			// The wait was cut short, or the cancel raced the timer: either
@@ -288,44 +230,6 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		}
 	}
 	return err
-}
-
-// retryOrStop is what a retry loop does once attempt a has failed in a way
-// the Classifier (d) would retry and no other attempt of the call runs: it
-// gives up, returning why and the error to return, or it returns the wait
-// before the next attempt (StopNone). n is how many attempts were made, and
-// last says that MaxAttempts allows no more; jittered is what the Jitter
-// made of the previous backoff, and is updated. Do and Hedge share it, so that they stop for the
-// same reasons in the same order.
-func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int, last, deferred bool, budget *Budget, deadline time.Time, jittered *time.Duration) (time.Duration, StopReason, error) {
-	err := a.Err
-	switch {
-	case deferred:
-		return 0, StopDeferred, &StopError{Stop: StopDeferred, Attempts: n, Err: err}
-	case last:
-		return 0, StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
-	case budget != nil && !budget.allow():
-		return 0, StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
-	case p.Breaker != nil && !p.Breaker.allowRetry(): // refused now, rather than after the wait
-		return 0, StopBreakerOpen, &StopError{Stop: StopBreakerOpen, Attempts: n, Err: err}
-	}
-	*jittered = p.wait(n, *jittered, rand.Float64())
-	wait := addSat(max(d.RetryAfter, 0), *jittered)
-	// The deadline check reads the clock afresh: the Classifier's time
-	// counts, and so does OnRetry's, which may use up the slack.
-	fit, byCtx := fits(ctx, p.Clock, deadline, wait)
-	if fit && p.OnRetry != nil {
-		p.OnRetry(ctx, *a, wait)
-		fit, byCtx = fits(ctx, p.Clock, deadline, wait)
-	}
-	if !fit {
-		e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: err}
-		if byCtx {
-			e.ctxErr = context.DeadlineExceeded
-		}
-		return 0, StopDeadline, e
-	}
-	return wait, StopNone, nil
 }
 
 // call runs one attempt under AttemptTimeout, if any, and releases the

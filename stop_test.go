@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ import (
 // back as it is.
 func TestStopErrorSaysWhyAndAfterWhat(t *testing.T) {
 	t.Parallel()
-	budget, err := retry.NewBudget(2, 0.1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 2, TokenRatio: 0.1})
 	require.NoError(t, err)
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -161,7 +162,7 @@ func TestTraceElapsedCountsSlowHooks(t *testing.T) {
 // A call refused before its first attempt reads as such in logs.
 func TestTraceOfARefusedCall(t *testing.T) {
 	t.Parallel()
-	b, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1})
+	b, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1})
 	require.NoError(t, err)
 	p := retry.Policy{MaxAttempts: 1, Breaker: b}
 	_, _ = retry.Do(context.Background(), func(context.Context) error { return errUnavailable }, p)

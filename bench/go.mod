@@ -11,9 +11,9 @@ require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-retry v0.5.0
-	github.com/stormguard/retry v0.1.0
-	github.com/stormguard/retry/idempotency/redisstore v0.1.0
-	github.com/stormguard/retry/retrygrpc v0.1.0
+	github.com/stormguard/retry v0.2.0
+	github.com/stormguard/retry/idempotency/redisstore v0.2.0
+	github.com/stormguard/retry/retrygrpc v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.84.0

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 )
 
@@ -95,7 +96,7 @@ func BenchmarkHedgeTail(b *testing.B) {
 	newClient := func(hedge bool) *http.Client {
 		tr := &retryhttp.Transport{Base: &http.Transport{MaxIdleConnsPerHost: 2 * tailWorkers}}
 		if hedge {
-			budget, err := retry.NewBudget(50, 0.1)
+			budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 50, TokenRatio: 0.1})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	sethretry "github.com/sethvargo/go-retry"
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // BenchmarkFirstSuccessParallel is scenario 3: scenario 1 under
@@ -203,7 +204,7 @@ func benchBudget(b *testing.B, every int64) {
 		})
 	})
 	b.Run("stormguard", func(b *testing.B) {
-		bud, err := retry.NewBudget(10, 0.1)
+		bud, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -218,7 +219,7 @@ func benchBudget(b *testing.B, every int64) {
 		})
 	})
 	b.Run("stormguard-bg", func(b *testing.B) {
-		bud, err := retry.NewBudget(10, 0.1)
+		bud, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 		if err != nil {
 			b.Fatal(err)
 		}

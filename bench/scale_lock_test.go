@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -27,9 +28,9 @@ import (
 // count as a durable block, the test would never finish.
 func TestNoLockHeldAcrossAWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		bud, err := retry.NewBudget(10, 0.1)
+		bud, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 		require.NoError(t, err)
-		bs, err := retry.NewBudgets(10, 0.1, 64)
+		bs, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}, 64)
 		require.NoError(t, err)
 		var heldSent atomic.Int32
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,11 +44,11 @@ func TestNoLockHeldAcrossAWait(t *testing.T) {
 		})
 		hedger := &retry.Hedger{}
 		tr := &retryhttp.Transport{
-			Base:    retrytest.HandlerTransport(h),
-			Budgets: bs,
-			Hold:    retryhttp.HoldWait,
-			Hedger:  hedger,
-			Policy:  retry.Policy{MaxAttempts: 3, BaseBackoff: time.Hour, MaxBackoff: time.Hour, Jitter: retry.EqualJitter},
+			Base:   retrytest.HandlerTransport(h),
+			Guards: guard.Keyed{Budgets: bs},
+			Hold:   retryhttp.HoldWait,
+			Hedger: hedger,
+			Policy: retry.Policy{MaxAttempts: 3, BaseBackoff: time.Hour, MaxBackoff: time.Hour, Jitter: retry.EqualJitter},
 		}
 		c := &http.Client{Transport: tr}
 		get := func(ctx context.Context, url string) error {

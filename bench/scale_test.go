@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 )
@@ -195,7 +196,7 @@ func (t parkingTransport) RoundTrip(*http.Request) (*http.Response, error) {
 //
 // Rows: budget is retry.Do with one Budget shared by every call, one call
 // in 10 failing once (so the Budget is drawn on and refilled); budgets is
-// the same with retry.Budgets, a Budget per origin, 16 origins; transport
+// the same with guard.Budgets, a Budget per origin, 16 origins; transport
 // is a retryhttp.Transport with holds on (HoldWait), a Budgets, and a
 // shared adaptive Hedger, sending GETs to an in-process server that
 // answers 200, and 503 to one request in 10.
@@ -267,7 +268,7 @@ func contentionRow(b *testing.B, row string) func(i int) error {
 	}
 	switch row {
 	case "budget":
-		bud, err := retry.NewBudget(10, 0.1)
+		bud, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -278,7 +279,7 @@ func contentionRow(b *testing.B, row string) func(i int) error {
 			return refused(err)
 		}
 	case "budgets":
-		bs, err := retry.NewBudgets(10, 0.1, 64)
+		bs, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}, 64)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -301,16 +302,16 @@ func contentionRow(b *testing.B, row string) func(i int) error {
 			}
 			w.WriteHeader(http.StatusOK)
 		})
-		bs, err := retry.NewBudgets(10, 0.1, 64)
+		bs, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}, 64)
 		if err != nil {
 			b.Fatal(err)
 		}
 		tr := &retryhttp.Transport{
-			Base:    retrytest.HandlerTransport(h),
-			Policy:  ourPolicy(tinyDelay, tinyDelay),
-			Budgets: bs,
-			Hold:    retryhttp.HoldWait,
-			Hedger:  &retry.Hedger{MinDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
+			Base:   retrytest.HandlerTransport(h),
+			Policy: ourPolicy(tinyDelay, tinyDelay),
+			Guards: guard.Keyed{Budgets: bs},
+			Hold:   retryhttp.HoldWait,
+			Hedger: &retry.Hedger{MinDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
 		}
 		c := &http.Client{Transport: tr}
 		urls := make([]string, 16)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // Handler makes one attempt of an op. It returns nil when the op has had
@@ -25,12 +26,25 @@ type Handler func(ctx context.Context, op Op) error
 
 // Options configure an [Outbox]. The zero Options are ready to use.
 type Options struct {
-	// Policy decides the attempts, as for retry.Do: its MaxAttempts (calls
-	// across every process, a negative value for no count limit), its
-	// backoff and Jitter for the time of the next attempt, its Classifier,
-	// and its AttemptTimeout for each handler call. MaxElapsed, Budget,
-	// OnRetry and OnDone are not used: an op's NotAfter bounds it.
+	// Policy decides the attempts with Do's own rule (retry.Policy.Next):
+	// its MaxAttempts (calls across every process, a negative value for no
+	// count limit), its backoff and Jitter for the time of the next
+	// attempt (a Retry-After comes on top, and does not feed the Jitter),
+	// its Classifier, and its AttemptTimeout for each handler call. Its
+	// Budget, Breaker and Throttle are asked before each attempt; a
+	// refusal is a wait, never an attempt (see Guards). MaxElapsed, OnRetry
+	// and OnDone are not used: an op's NotAfter bounds it.
 	Policy retry.Policy
+
+	// Guards gives each kind of op (Op.Kind) a Budget, a Breaker and a
+	// Throttle of its own from its sets, for a Policy without one, and
+	// Guards.Holds holds a kind back while its hold stands [none]. A
+	// refusal by any guard (the Policy's, these, or one below the handler:
+	// a retryhttp.Transport's breaker, throttle or hold) reschedules the op
+	// for when the guard may admit it, after a jittered backoff (a breaker
+	// until it half-opens, a hold until it ends), counts no attempt, and
+	// never dead-letters it; NotAfter still ends it.
+	Guards guard.Keyed
 
 	// Clock is the time source [Policy.Clock, or the real clock].
 	Clock retry.Clock
@@ -72,6 +86,7 @@ const defaultMaxAttempts = 4
 type Outbox struct {
 	j           Journal
 	policy      retry.Policy
+	guards      guard.Keyed
 	classifier  retry.Classifier
 	clock       retry.Clock
 	horizon     time.Duration
@@ -146,6 +161,7 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	o := &Outbox{
 		j:           j,
 		policy:      opts.Policy,
+		guards:      opts.Guards,
 		classifier:  opts.Policy.Classifier,
 		clock:       opts.Clock,
 		horizon:     opts.Horizon,
@@ -187,6 +203,10 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	if o.clock == nil {
 		o.clock = realClock{}
 	}
+	// The policy that Run's steps read: valid as checked, on the Outbox's
+	// clock, without the hooks it does not call.
+	o.policy = check
+	o.policy.Clock, o.policy.OnRetry, o.policy.OnDone = o.clock, nil, nil
 	if sj, ok := j.(SharedJournal); ok {
 		// Ops are claimed as they fall due, not loaded (shared.go).
 		var err error

@@ -1,15 +1,16 @@
 package outbox
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // Run runs pending ops until ctx ends, and returns ctx's cause then (or the
@@ -122,11 +123,18 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		// Only after a crash cut the last attempt short.
 		return o.finish(ctx, p, e, Failed, whyUsedUp, p.err)
 	}
+	// The guards go first: a refusal is a wait, not an attempt.
+	pol := o.policy.WithGuards(&o.guards, e.Op.Kind)
+	var gc guard.Call
+	defer gc.Abandon() // an attempt that does not end in a verdict counts as nothing
+	if w, why, ok := o.admit(&gc, &pol, e, now); !ok {
+		return o.snooze(ctx, p, e, now.Add(w), why, nil)
+	}
 
 	// The count is durable before the call, so that a crash cannot hide it.
 	prev := e
 	e.Attempts++
-	e.Trace = beginAttempt(e.Trace, e.LastWait, now)
+	e.Trace = beginAttempt(e.Trace, e.Next, now)
 	if err := o.save(ctx, p, e); err != nil {
 		if ctx.Err() != nil {
 			return o.requeue(p, prev) // stopped before the call
@@ -142,6 +150,10 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	release()
 	end := o.clock.Now()
 	if err == nil {
+		if pol.Budget != nil {
+			pol.Budget.Succeeded()
+		}
+		gc.Succeeded()
 		e.Trace = endAttempt(e.Trace, end.Sub(start), "", retry.StopSuccess)
 		return o.finish(ctx, p, e, Succeeded, "", nil)
 	}
@@ -157,44 +169,70 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	// An attempt that ended on its own is judged and counted, even when Run
 	// is being stopped meanwhile.
 	ctx = context.WithoutCancel(ctx)
-	var sr *stillRunning
-	if errors.As(err, &sr) {
-		// The server still runs an earlier attempt under this key: wait
-		// (spread by the Jitter, as retryhttp spreads a Retry-After), and
-		// give the attempt back, since this one did nothing.
-		w := sr.after + o.policy.Wait(1, 0, rand.Float64())
-		prev.Next = end.Add(w)
-		if !prev.Next.Before(e.Op.NotAfter) {
-			return o.finish(ctx, p, prev, Failed, whyNotAfter, err)
-		}
-		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
-			return werr
-		}
-		return o.requeue(p, prev)
+	if w, why, ok := o.uncounted(err, prev); ok {
+		// It did nothing (a snooze, a refusal below, a 409 of an earlier
+		// attempt still running): the attempt is given back.
+		return o.snooze(ctx, p, prev, end.Add(w), why, err)
 	}
-	d := o.classifier(ctx, retry.Attempt{Number: e.Attempts, Wait: e.LastWait, Start: start, Duration: end.Sub(start), Err: err})
 	o.mu.Lock()
 	p.err = err
 	o.mu.Unlock()
-	if !d.Retry {
-		e.Trace = endAttempt(e.Trace, end.Sub(start), reason(d.Reason, "permanent"), retry.StopNotRetryable)
-		return o.finish(ctx, p, e, Failed, reason(d.Reason, "permanent"), err)
-	}
-	e.Trace = endAttempt(e.Trace, end.Sub(start), reason(d.Reason, "error"), retry.StopNone)
-	if o.maxAttempts > 0 && e.Attempts >= o.maxAttempts {
+	// The one retry rule, Do's: the Classifier, MaxAttempts, the backoff
+	// and jitter, and NotAfter as the deadline. Admission is asked before
+	// each attempt above, so the step is asked without the guards' stops.
+	a := retry.Attempt{Number: e.Attempts, Wait: e.Trace.Last().Wait, Start: start, Duration: end.Sub(start), Err: err}
+	pr := retry.Progress{Attempts: e.Attempts, PrevWait: e.LastWait, Deadline: e.Op.NotAfter, Guard: &gc}
+	step := pol
+	step.Breaker = nil
+	v := step.Next(ctx, &a, &pr)
+	gc.End()
+	why := reason(a.Reason, "error")
+	switch v.Stop {
+	case retry.StopNone:
+	case retry.StopBudget:
+		// The Budget refuses a retry now: the op waits its backoff and
+		// asks again, uncounted, rather than die for it.
+		v.Wait = addWait(v.RetryAfter, o.backoff(e))
+	case retry.StopNotRetryable:
+		why = reason(a.Reason, "permanent")
+		e.Trace = endAttempt(e.Trace, end.Sub(start), why, retry.StopNotRetryable)
+		return o.finish(ctx, p, e, Failed, why, err)
+	case retry.StopExhausted:
+		e.Trace = endAttempt(e.Trace, end.Sub(start), why, retry.StopNone)
 		return o.finish(ctx, p, e, Failed, whyUsedUp, err)
-	}
-	w := o.policy.Wait(e.Attempts, e.LastWait, rand.Float64()) + d.RetryAfter
-	next := end.Add(w)
-	if !next.Before(e.Op.NotAfter) {
+	default: // StopDeadline: the next wait would pass NotAfter
+		e.Trace = endAttempt(e.Trace, end.Sub(start), why, retry.StopNone)
 		return o.finish(ctx, p, e, Failed, whyNotAfter, err)
 	}
-	e.Next, e.LastWait = next, w
-	e.Reason, e.LastError = reason(d.Reason, "error"), errorText(err)
-	if werr := o.save(context.WithoutCancel(ctx), p, e); werr != nil {
+	e.Trace = endAttempt(e.Trace, end.Sub(start), why, retry.StopNone)
+	e.Next, e.LastWait = end.Add(v.Wait), pr.PrevWait
+	e.Reason, e.LastError = why, errorText(err)
+	if werr := o.save(ctx, p, e); werr != nil {
 		return werr
 	}
 	return o.requeue(p, e)
+}
+
+// snooze puts e back for next, uncounted, with why as its Reason; err is
+// what the handler returned, if it ran. Past NotAfter, the op ends.
+func (o *Outbox) snooze(ctx context.Context, p *item, e Entry, next time.Time, why string, err error) error {
+	ctx = context.WithoutCancel(ctx)
+	if !next.Before(e.Op.NotAfter) {
+		return o.finish(ctx, p, e, Failed, whyNotAfter, cmp.Or(err, p.err))
+	}
+	e.Next, e.Reason = next, why
+	if werr := o.save(ctx, p, e); werr != nil {
+		return werr
+	}
+	return o.requeue(p, e)
+}
+
+// addWait adds two waits, saturating.
+func addWait(a, b time.Duration) time.Duration {
+	if s := a + b; s >= a {
+		return s
+	}
+	return time.Duration(1<<63 - 1)
 }
 
 func reason(r, def string) string {

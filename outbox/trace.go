@@ -11,10 +11,16 @@ import (
 // never written: the process making it died, or lost the op.
 const noOutcome = "no outcome recorded"
 
-// beginAttempt returns t with one more attempt, started at start after
-// the wait drawn before it. An earlier attempt with no outcome is marked.
-func beginAttempt(t retry.Trace, wait time.Duration, start time.Time) retry.Trace {
+// beginAttempt returns t with one more attempt, started at start, for
+// the time next that the op was due: its Wait is from the end of the
+// attempt before to next, a Retry-After and any snooze included. An
+// earlier attempt with no outcome is marked.
+func beginAttempt(t retry.Trace, next, start time.Time) retry.Trace {
 	as := markUnfinished(t)
+	var wait time.Duration
+	if n := len(as); n > 0 && !as[n-1].Start.IsZero() {
+		wait = max(next.Sub(as[n-1].Start.Add(as[n-1].Duration)), 0)
+	}
 	return retry.NewTrace(retry.StopNone, append(as, retry.Attempt{Number: t.Attempts() + 1, Wait: wait, Start: start}))
 }
 

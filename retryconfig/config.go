@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // DefaultName is the name of the policy that stands for every name a
@@ -37,7 +38,7 @@ type entry struct {
 
 type budget struct {
 	maxTokens, tokenRatio float64
-	b                     *retry.Budget
+	b                     *guard.Budget
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a

@@ -32,7 +32,7 @@
 // code names such as "UNAVAILABLE" (for retrygrpc); see
 // [Config.HTTPStatusCodes] and [Config.GRPCCodes].
 //
-// A budget is a [retry.Budget] that every policy naming it shares, so that
+// A budget is a [guard.Budget] that every policy naming it shares, so that
 // payments' retries stop when payments is failing, whatever the call type.
 //
 // [Parse] validates the whole document: an unknown field (a typo), a bad

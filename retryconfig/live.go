@@ -16,7 +16,7 @@ import (
 // never changes a call in flight, which goes on with the policy it took. A
 // rejected update changes nothing: every call keeps the last good Config.
 // Budgets survive an update: a budget whose maxTokens and tokenRatio did not
-// change is the same retry.Budget afterwards, with its tokens, so that a
+// change is the same guard.Budget afterwards, with its tokens, so that a
 // reload during an outage does not hand every client a full bucket.
 //
 // A Live is safe for concurrent use. Policy is a lock-free load of an

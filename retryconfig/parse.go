@@ -141,9 +141,9 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 				p.add(path+"."+f.key, false, "%v", err)
 			}
 		}
-		nb, err := retry.NewBudget(b.maxTokens, b.tokenRatio)
+		nb, err := newBudget(b.maxTokens, b.tokenRatio)
 		if err != nil {
-			p.add(path, false, "%s", strings.TrimPrefix(err.Error(), "retry: NewBudget: "))
+			p.add(path, false, "%s", err.Error())
 			continue
 		}
 		b.b = nb

@@ -2,14 +2,13 @@ package retryconfig
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stormguard/retry"
 )
 
 // ThrottlingBudget is the name of the budget that a service config's
-// retryThrottling becomes: one retry.Budget that every method of the config
+// retryThrottling becomes: one guard.Budget that every method of the config
 // shares, as gRFC A6 throttles retries per server, not per method.
 const ThrottlingBudget = "retryThrottling"
 
@@ -117,9 +116,9 @@ func parseThrottling(c *Config, raw []byte, p *problems) {
 			return
 		}
 	}
-	nb, err := retry.NewBudget(b.maxTokens, b.tokenRatio)
+	nb, err := newBudget(b.maxTokens, b.tokenRatio)
 	if err != nil {
-		p.add(path, false, "%s", strings.TrimPrefix(err.Error(), "retry: NewBudget: "))
+		p.add(path, false, "%s", err.Error())
 		return
 	}
 	b.b = nb

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/idempotency"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
@@ -117,7 +118,7 @@ func ExampleNewRecorder() {
 // A registered Budget shows how many tokens it has left.
 func ExampleRecorder_Budget() {
 	rec := retrydebug.NewRecorder(0, 0)
-	budget, _ := retry.NewBudget(10, 0.1)
+	budget, _ := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	rec.Budget("payments", budget)
 	p := retry.Policy{Budget: budget, MaxAttempts: 3, OnDone: rec.OnDone("payments.charge")}
 	_, _ = retrytest.Do(context.Background(), func(context.Context) error { return errors.New("503") }, p)
@@ -166,7 +167,7 @@ func ExampleRecorder_RecordIdempotency() {
 // the Snapshot; a Breakers or Throttles shows each key.
 func ExampleRecorder_Breakers() {
 	rec := retrydebug.NewRecorder(0, 0)
-	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1}, 100)
+	breakers, _ := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1}, 100)
 	rec.Breakers("per-host", breakers)
 	p := retry.Policy{MaxAttempts: 1, Breaker: breakers.Get("https://api.example")}
 	_, _ = retry.Do(context.Background(), func(context.Context) error { return errors.New("503") }, p)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/require"
 )
@@ -81,4 +82,6 @@ var errorsIs = errors.Is
 var urlQuery = url.QueryEscape
 
 // newBudget returns a Budget of the zero Budget's size.
-func newBudget() (*retry.Budget, error) { return retry.NewBudget(10, 0.1) }
+func newBudget() (*guard.Budget, error) {
+	return guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 )
 
@@ -67,7 +68,7 @@ type httpKey struct{ route, method, origin string }
 
 type namedBudget struct {
 	name   string
-	budget *retry.Budget
+	budget *guard.Budget
 }
 
 // NewRecorder returns a Recorder that keeps the last calls calls of each
@@ -151,9 +152,9 @@ func (r *Recorder) Record(name string, t retry.Trace) {
 // again replaces its Budget, and registering it with nil removes it. At most
 // as many Budgets as operations are kept, and names past that are ignored,
 // so that a Budget registered per request cannot grow the Recorder. A Budget
-// taken from a retry.Budgets may later be forgotten by it; register the
+// taken from a guard.Budgets may later be forgotten by it; register the
 // Budgets of fixed keys only.
-func (r *Recorder) Budget(name string, b *retry.Budget) {
+func (r *Recorder) Budget(name string, b *guard.Budget) {
 	_, maxOps := r.limits()
 	r.mu.Lock()
 	defer r.mu.Unlock()

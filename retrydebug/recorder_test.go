@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -49,14 +50,14 @@ func TestRecorderTotals(t *testing.T) {
 // other does.
 func TestRecorderGaveUpIsErrGaveUp(t *testing.T) {
 	t.Parallel()
-	budget, err := retry.NewBudget(2, 0.1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 2, TokenRatio: 0.1})
 	require.NoError(t, err)
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
-	breaker, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1})
+	breaker, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1})
 	require.NoError(t, err)
 	_, _ = retry.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{MaxAttempts: 1, Breaker: breaker})
-	throttle, err := retry.NewThrottle(retry.ThrottleOptions{MinRequests: 1, MaxReject: 1})
+	throttle, err := guard.NewThrottle(guard.ThrottleOptions{MinRequests: 1, MaxReject: 1})
 	require.NoError(t, err)
 	cases := []struct {
 		name string
@@ -223,9 +224,9 @@ func TestRecorderElapsedPercentiles(t *testing.T) {
 func TestRecorderBudgets(t *testing.T) {
 	t.Parallel()
 	rec := retrydebug.NewRecorder(0, 2)
-	b1, err := retry.NewBudget(10, 0.1)
+	b1, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	require.NoError(t, err)
-	b2, err := retry.NewBudget(4, 0.1)
+	b2, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 0.1})
 	require.NoError(t, err)
 	rec.Budget("payments", b1)
 	rec.Budget("search", b1)

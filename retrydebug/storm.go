@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // maxGuardKeys is how many keys of one Breakers or Throttles the page and
@@ -48,7 +48,7 @@ type guardSet struct {
 // namedGuard is one registration: a single or keyed breaker or throttle.
 type namedGuard struct {
 	name string
-	g    any // *retry.Breaker, *retry.Breakers, *retry.Throttle or *retry.Throttles
+	g    any // *guard.Breaker, *guard.Breakers, *guard.Throttle or *guard.Throttles
 }
 
 // Breaker registers b under name, so that the page shows its state.
@@ -56,27 +56,27 @@ type namedGuard struct {
 // removes it. At most as many breakers and Breakers as operations are
 // kept, and names past that are ignored, so that a Breaker registered
 // per request cannot grow the Recorder.
-func (r *Recorder) Breaker(name string, b *retry.Breaker) {
+func (r *Recorder) Breaker(name string, b *guard.Breaker) {
 	r.register(&r.guards.breakers, name, b, b == nil)
 }
 
 // Breakers registers bs under name, so that the page shows the state of
 // each of its keys (up to 100, those not closed first). It is kept as
 // [Recorder.Breaker] keeps a Breaker.
-func (r *Recorder) Breakers(name string, bs *retry.Breakers) {
+func (r *Recorder) Breakers(name string, bs *guard.Breakers) {
 	r.register(&r.guards.breakers, name, bs, bs == nil)
 }
 
 // Throttle registers t under name, so that the page shows its reject
 // ratio. It is kept as [Recorder.Breaker] keeps a Breaker.
-func (r *Recorder) Throttle(name string, t *retry.Throttle) {
+func (r *Recorder) Throttle(name string, t *guard.Throttle) {
 	r.register(&r.guards.throttles, name, t, t == nil)
 }
 
 // Throttles registers ts under name, so that the page shows the reject
 // ratio of each of its keys (up to 100, those that shed first). It is
 // kept as [Recorder.Breaker] keeps a Breaker.
-func (r *Recorder) Throttles(name string, ts *retry.Throttles) {
+func (r *Recorder) Throttles(name string, ts *guard.Throttles) {
 	r.register(&r.guards.throttles, name, ts, ts == nil)
 }
 
@@ -107,9 +107,9 @@ func (r *Recorder) breakerStatuses() []BreakerStatus {
 	out := []BreakerStatus{}
 	for _, ng := range list {
 		switch g := ng.g.(type) {
-		case *retry.Breaker:
+		case *guard.Breaker:
 			out = append(out, BreakerStatus{Name: ng.name, State: g.State().String()})
-		case *retry.Breakers:
+		case *guard.Breakers:
 			var keyed []BreakerStatus
 			for key, b := range g.All() {
 				keyed = append(keyed, BreakerStatus{Name: ng.name, Key: key, State: b.State().String()})
@@ -126,9 +126,9 @@ func (r *Recorder) breakerStatuses() []BreakerStatus {
 // breakerRank orders states by trouble: open, half-open, closed.
 func breakerRank(state string) int {
 	switch state {
-	case retry.BreakerOpen.String():
+	case guard.BreakerOpen.String():
 		return 0
-	case retry.BreakerHalfOpen.String():
+	case guard.BreakerHalfOpen.String():
 		return 1
 	}
 	return 2
@@ -142,9 +142,9 @@ func (r *Recorder) throttleStatuses() []ThrottleStatus {
 	out := []ThrottleStatus{}
 	for _, ng := range list {
 		switch g := ng.g.(type) {
-		case *retry.Throttle:
+		case *guard.Throttle:
 			out = append(out, ThrottleStatus{Name: ng.name, RejectRatio: g.RejectProbability()})
-		case *retry.Throttles:
+		case *guard.Throttles:
 			var keyed []ThrottleStatus
 			for key, t := range g.All() {
 				keyed = append(keyed, ThrottleStatus{Name: ng.name, Key: key, RejectRatio: t.RejectProbability()})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -23,13 +24,13 @@ var errDown = errors.New("503")
 func TestRecorderShowsBreakersAndThrottles(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	single, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1, OpenFor: time.Minute, Clock: clk})
+	single, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1, OpenFor: time.Minute, Clock: clk})
 	require.NoError(t, err)
-	keyed, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, Clock: clk}, 10)
+	keyed, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, Clock: clk}, 10)
 	require.NoError(t, err)
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
 	require.NoError(t, err)
-	ths, err := retry.NewThrottles(retry.ThrottleOptions{Clock: clk}, 10)
+	ths, err := guard.NewThrottles(guard.ThrottleOptions{Clock: clk}, 10)
 	require.NoError(t, err)
 
 	rec := retrydebug.NewRecorder(0, 0)
@@ -92,7 +93,7 @@ func TestRecorderShowsBreakersAndThrottles(t *testing.T) {
 func TestRecorderGuardsAreBounded(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, Clock: clk}, 1000)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, Clock: clk}, 1000)
 	require.NoError(t, err)
 	for i := range 300 {
 		bs.Get(fmt.Sprint("host", i))
@@ -105,7 +106,7 @@ func TestRecorderGuardsAreBounded(t *testing.T) {
 	require.Len(t, s.Breakers, 100)
 	assert.Equal(t, retrydebug.BreakerStatus{Name: "hosts", Key: "host299", State: "open"}, s.Breakers[0])
 	for i := range 5 {
-		rec.Breaker(fmt.Sprint("b", i), new(retry.Breaker))
+		rec.Breaker(fmt.Sprint("b", i), new(guard.Breaker))
 	}
 	assert.Len(t, rec.Snapshot().Breakers, 101, "2 registrations at most")
 }

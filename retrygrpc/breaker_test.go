@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrygrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ import (
 // with the OK of an attempt that was never made, and reaches no server.
 func TestBreakerRefusalIsUnavailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1})
+		b, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1})
 		require.NoError(t, err)
 		p := fast()
 		p.Breaker = b
@@ -25,7 +26,7 @@ func TestBreakerRefusalIsUnavailable(t *testing.T) {
 
 		_, err = unary(t.Context(), c, "x")
 		assert.Equal(t, codes.Unavailable, status.Code(err))
-		require.Equal(t, retry.BreakerOpen, b.State())
+		require.Equal(t, guard.BreakerOpen, b.State())
 		sent := len(srv.seen())
 
 		tr, err := unary(t.Context(), c, "x")

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrygrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ import (
 // failed, and only failures the interceptor would retry are charged.
 func TestBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget, err := retry.NewBudget(4, 1)
+		budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 1})
 		require.NoError(t, err)
 		p := fast()
 		p.Budget = budget

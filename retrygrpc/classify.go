@@ -5,8 +5,7 @@ import (
 	"errors"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/guards"
-	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/guard"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -26,11 +25,11 @@ type call struct {
 	onDone     func(context.Context, retry.Trace, error) // the Policy's own OnDone, when WithOnDone has hooks
 	idempotent bool                                      // beside the bools below, which share its word
 
-	committed bool           // a stream's latest attempt failed after a response header
-	answered  bool           // a unary call's latest attempt failed after a response header
-	decision  retry.Decision // what the latest failed attempt was judged
-	sent      holds.Epoch    // when awaitHold let the latest attempt go
-	trailer   metadata.MD    // the latest attempt's trailer
+	committed bool            // a stream's latest attempt failed after a response header
+	answered  bool            // a unary call's latest attempt failed after a response header
+	decision  retry.Decision  // what the latest failed attempt was judged
+	sent      guard.HoldEpoch // when awaitHold let the latest attempt go
+	trailer   metadata.MD     // the latest attempt's trailer
 }
 
 // init fills c for a call and puts decide, which calls c.decide, in p as
@@ -100,7 +99,7 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 // keeps.
 func refuse(d retry.Decision, why string) retry.Decision {
 	r := retry.Decision{Reason: d.Reason + "; " + why}
-	guards.MarkFailed(&r) // the service failed the attempt: the Breaker and Throttle count it so
+	r.Failed = true // the service failed the attempt: the Breaker and Throttle count it so
 	return r
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrygrpc"
 	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc/codes"
@@ -16,7 +16,7 @@ func TestConcurrentCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer(fail(codes.Unavailable), reply{messages: 1})
 		p := fast()
-		p.Budget = &retry.Budget{}
+		p.Budget = &guard.Budget{}
 		c := dial(t, srv, withRetry(p, retrygrpc.WithAllIdempotent()), withStreamRetry(p, retrygrpc.WithAllIdempotent()))
 		var wg sync.WaitGroup
 		for range 16 {

@@ -72,7 +72,7 @@
 // reach the client through DNS, from whoever controls it. The interceptor
 // applies no such cap: its Policy is the client's own code, not a config a
 // server sent, so MaxAttempts means what it says (4 by default), and a
-// retry.Budget is what bounds the load retries add across calls.
+// guard.Budget is what bounds the load retries add across calls.
 //
 // After a pushback of n ms, A6 retries in exactly n ms and, if that attempt
 // fails too, starts the backoff over from its initial value. The

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrygrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -137,13 +138,13 @@ func ExampleCallIdempotent() {
 	// marked: 2 attempts
 }
 
-// WithBreakers gives each target a breaker of its own: once a target's
+// WithGuards gives each target a breaker of its own: once a target's
 // calls fail, the next fails fast with UNAVAILABLE and reaches no server.
-func ExampleWithBreakers() {
-	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 100)
+func ExampleWithGuards() {
+	breakers, _ := guard.NewBreakers(guard.BreakerOptions{MinCalls: 2}, 100)
 	srv := newServer(fail(codes.Unavailable))
 	cc, stop := exampleConn(srv, grpc.WithChainUnaryInterceptor(retrygrpc.UnaryClientInterceptor(
-		retry.Policy{MaxAttempts: 1}, retrygrpc.WithBreakers(breakers))))
+		retry.Policy{MaxAttempts: 1}, retrygrpc.WithGuards(guard.Keyed{Breakers: breakers}))))
 	defer stop()
 	client := testgrpc.NewTestServiceClient(cc)
 	for range 2 {

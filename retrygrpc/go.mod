@@ -3,7 +3,7 @@ module github.com/stormguard/retry/retrygrpc
 go 1.26.0
 
 require (
-	github.com/stormguard/retry v0.1.0
+	github.com/stormguard/retry v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800

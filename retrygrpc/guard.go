@@ -2,44 +2,34 @@ package retrygrpc
 
 import (
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"google.golang.org/grpc"
 )
 
-// WithBreakers gives each target (cc.Target(), such as
-// "dns:///api.example.com:443") a retry.Breaker of its own, from bs, for a
-// call whose Policy has none, so that a service that is down fails fast
-// without failing the calls to the others [none: only Policy.Breaker]. A
-// call the breaker refuses is not sent and fails with UNAVAILABLE and an
-// error matching retry.ErrBreakerOpen. As with holds, the unit is the
-// target, every backend behind it: the balancer picks one below the
-// interceptor.
-func WithBreakers(bs *retry.Breakers) Option {
-	return Option{func(c *config) { c.breakers = bs }}
+// WithGuards gives each target (cc.Target(), such as
+// "dns:///api.example.com:443") a Budget, a Breaker and a Throttle of its
+// own, from k's sets, for a call whose Policy has none, so that a service
+// that is down fails fast, or one that is overloaded sheds, without
+// touching the calls to the others [none: only the Policy's own]. k.Holds,
+// if set, keeps the holds (see [WithoutHold]), shared with whatever else
+// is given it. A call the breaker refuses is not sent and fails with
+// UNAVAILABLE and an error matching retry.ErrBreakerOpen; one the throttle
+// refuses, retry.ErrThrottled. As with holds, the unit is the target,
+// every backend behind it: the balancer picks one below the interceptor.
+// These are the words retryhttp.Transport.Guards and outbox.Options.Guards
+// use too.
+func WithGuards(k guard.Keyed) Option {
+	return Option{func(c *config) { c.guards = k }}
 }
 
-// WithThrottles gives each target a retry.Throttle of its own, from ts,
-// for a call whose Policy has none, so that one service's overload sheds
-// only the calls to it [none: only Policy.Throttle]. A call the throttle
-// refuses is not sent and fails with UNAVAILABLE and an error matching
-// retry.ErrThrottled.
-func WithThrottles(ts *retry.Throttles) Option {
-	return Option{func(c *config) { c.throttles = ts }}
-}
-
-// guards gives p the Breaker and Throttle of cc's target, unless it has its
-// own.
-func (cfg *config) guards(cc *grpc.ClientConn, p *retry.Policy) {
-	if cfg.breakers == nil && cfg.throttles == nil {
+// guardPolicy gives p the guards of cc's target, unless it has its own.
+func (cfg *config) guardPolicy(cc *grpc.ClientConn, p *retry.Policy) {
+	if cfg.guards.Budgets == nil && cfg.guards.Breakers == nil && cfg.guards.Throttles == nil {
 		return
 	}
 	target := ""
 	if cc != nil {
 		target = cc.Target()
 	}
-	if p.Breaker == nil && cfg.breakers != nil {
-		p.Breaker = cfg.breakers.Get(target)
-	}
-	if p.Throttle == nil && cfg.throttles != nil {
-		p.Throttle = cfg.throttles.Get(target)
-	}
+	*p = p.WithGuards(&cfg.guards, target)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrygrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,9 +32,9 @@ func dialTarget(t *testing.T, srv *server, target string, opts ...grpc.DialOptio
 // the breaker is half-open on time and closes on its probe.
 func TestWithBreakersPerTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 2, OpenFor: 10 * time.Second, Probes: 1}, 10)
 		require.NoError(t, err)
-		opt := withRetry(fast(), retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithBreakers(bs))
+		opt := withRetry(fast(), retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithGuards(guard.Keyed{Breakers: bs}))
 		downSrv := newServer(fail(codes.Unavailable), fail(codes.Unavailable), fail(codes.Unavailable),
 			fail(codes.Unavailable), fail(codes.Unavailable), fail(codes.Unavailable), fail(codes.Unavailable),
 			fail(codes.Unavailable), reply{})
@@ -44,7 +45,7 @@ func TestWithBreakersPerTarget(t *testing.T) {
 			require.Equal(t, codes.Unavailable, status.Code(err))
 		}
 		br := bs.Get("passthrough:///down")
-		require.Equal(t, retry.BreakerOpen, br.State())
+		require.Equal(t, guard.BreakerOpen, br.State())
 		sent := len(downSrv.seen())
 		require.Equal(t, 8, sent, "2 calls of 4 attempts")
 
@@ -61,14 +62,14 @@ func TestWithBreakersPerTarget(t *testing.T) {
 
 		_, err = unary(t.Context(), up, "x")
 		require.NoError(t, err, "the other target's breaker is its own")
-		assert.Equal(t, retry.BreakerClosed, bs.Get("passthrough:///up").State())
+		assert.Equal(t, guard.BreakerClosed, bs.Get("passthrough:///up").State())
 
 		time.Sleep(10 * time.Second)
-		assert.Equal(t, retry.BreakerHalfOpen, br.State(), "on time")
+		assert.Equal(t, guard.BreakerHalfOpen, br.State(), "on time")
 		_, err = unary(t.Context(), down, "x")
 		require.NoError(t, err)
 		assert.Len(t, downSrv.seen(), sent+1, "one probe")
-		assert.Equal(t, retry.BreakerClosed, br.State())
+		assert.Equal(t, guard.BreakerClosed, br.State())
 	})
 }
 
@@ -76,11 +77,11 @@ func TestWithBreakersPerTarget(t *testing.T) {
 // those.
 func TestWithThrottlesPerTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ts, err := retry.NewThrottles(retry.ThrottleOptions{}, 10)
+		ts, err := guard.NewThrottles(guard.ThrottleOptions{}, 10)
 		require.NoError(t, err)
 		p := fast()
 		p.MaxAttempts = 1
-		opt := withRetry(p, retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithThrottles(ts))
+		opt := withRetry(p, retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithGuards(guard.Keyed{Throttles: ts}))
 		downSrv := newServer(fail(codes.Unavailable))
 		down := dialTarget(t, downSrv, "passthrough:///down", opt)
 		up := dialTarget(t, newServer(reply{}), "passthrough:///up", opt)
@@ -111,30 +112,30 @@ func TestHedgingPolicyNeverTakesAProbe(t *testing.T) {
 			copyReply{after: time.Second}, // the probe: slow, then OK
 		)
 		srv.byArrival = true
-		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
 		require.NoError(t, err)
 		c := dialHedged(t, srv, hedgingConfig(t, 2, "0.1s", []string{"UNAVAILABLE"}, ""),
-			retrygrpc.WithAllIdempotent(), retrygrpc.WithBreakers(bs))
+			retrygrpc.WithAllIdempotent(), retrygrpc.WithGuards(guard.Keyed{Breakers: bs}))
 		_, err = callHedged(t.Context(), c)
 		require.Equal(t, codes.Unavailable, status.Code(err))
 		require.Len(t, srv.copies(), 2)
-		var br *retry.Breaker
+		var br *guard.Breaker
 		for _, b := range bs.All() {
 			br = b
 		}
 		require.NotNil(t, br)
-		require.Equal(t, retry.BreakerOpen, br.State(), "the race counted as one failed call")
+		require.Equal(t, guard.BreakerOpen, br.State(), "the race counted as one failed call")
 
 		_, err = callHedged(t.Context(), c)
 		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
 		assert.Len(t, srv.copies(), 2, "an open breaker sends no copy")
 
 		time.Sleep(10 * time.Second)
-		require.Equal(t, retry.BreakerHalfOpen, br.State())
+		require.Equal(t, guard.BreakerHalfOpen, br.State())
 		_, err = callHedged(t.Context(), c)
 		require.NoError(t, err)
 		assert.Len(t, srv.copies(), 3, "the probe, and no hedge")
-		assert.Equal(t, retry.BreakerClosed, br.State())
+		assert.Equal(t, guard.BreakerClosed, br.State())
 	})
 }
 
@@ -142,16 +143,16 @@ func TestHedgingPolicyNeverTakesAProbe(t *testing.T) {
 // are the service failing: they open its target's breaker.
 func TestWithBreakersCountFailuresOfCallsNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 10)
+		bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 2}, 10)
 		require.NoError(t, err)
 		srv := newServer(fail(codes.Unavailable))
-		c := dialTarget(t, srv, "passthrough:///down", withRetry(fast(), retrygrpc.WithBreakers(bs)))
+		c := dialTarget(t, srv, "passthrough:///down", withRetry(fast(), retrygrpc.WithGuards(guard.Keyed{Breakers: bs})))
 		for range 2 {
 			_, err := unary(t.Context(), c, "x")
 			require.Equal(t, codes.Unavailable, status.Code(err))
 		}
 		assert.Len(t, srv.seen(), 2, "one attempt each")
-		assert.Equal(t, retry.BreakerOpen, bs.Get("passthrough:///down").State())
+		assert.Equal(t, guard.BreakerOpen, bs.Get("passthrough:///down").State())
 		_, err = unary(t.Context(), c, "x")
 		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
 		assert.Len(t, srv.seen(), 2)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/budgets"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/internal/clocks"
 	"github.com/stormguard/retry/retryconfig"
 	"google.golang.org/grpc"
@@ -38,8 +38,8 @@ type hedgedCall struct {
 	unaryCall
 	hedging  retryconfig.Hedging
 	nonFatal codeSet
-	budget   *retry.Budget
-	breaker  *retry.Breaker // a copy after the first goes only while it is closed
+	budget   *guard.Budget
+	breaker  *guard.Breaker // a copy after the first goes only while it is closed
 	msg      proto.Message  // the caller's reply
 	// The caller's own header, trailer and peer destinations, which the
 	// copies must not write at once: the copy that decides the call fills
@@ -205,11 +205,11 @@ func (hc *hedgedCall) race(loop context.Context) error {
 			unschedule()
 			switch {
 			case !more || hc.sent >= n || loop.Err() != nil:
-			case hc.breaker != nil && hc.breaker.State() != retry.BreakerClosed:
+			case hc.breaker != nil && hc.breaker.State() != guard.BreakerClosed:
 				// A hedge never takes a half-open breaker's probe: the
 				// first copy is the probe, and no other goes.
 				more = false
-			case hc.budget != nil && !budgets.Allow(hc.budget):
+			case hc.budget != nil && !hc.budget.AllowRetry():
 				// A6: throttled, the hedge is not sent, nor any later one.
 				more, hc.throttled = false, true
 			default:
@@ -237,7 +237,7 @@ func (hc *hedgedCall) race(loop context.Context) error {
 			hc.decide(cp)
 			if cp.err == nil {
 				if hc.budget != nil {
-					budgets.Succeeded(hc.budget)
+					hc.budget.Succeeded()
 				}
 				hc.clearHold()
 				if hc.streamed != nil {
@@ -257,7 +257,7 @@ func (hc *hedgedCall) race(loop context.Context) error {
 			}
 			nonFatal := hc.nonFatal.has(status.Code(cp.err)) && cp.header == nil
 			if hc.budget != nil && (nonFatal || !goOn) {
-				budgets.Failed(hc.budget)
+				hc.budget.Failed()
 			}
 			if !nonFatal || loop.Err() != nil {
 				// A fatal status, or a copy that failed after its

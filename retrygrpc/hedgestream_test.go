@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryconfig"
 	"github.com/stormguard/retry/retrygrpc"
 )
@@ -311,12 +312,12 @@ func TestHedgeStreamBreakerNeverTakesAProbe(t *testing.T) {
 			{after: 10 * time.Millisecond, code: codes.Unavailable},
 			{after: time.Second, msgs: 1}, // the probe: slow, then a message
 		}, byArrival: true}
-		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
 		require.NoError(t, err)
 		cfg := streamHedgingConfig(t, 2, "0.1s", "UNAVAILABLE")
 		cc := dialRaw(t, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, srv) },
 			grpc.WithDisableRetry(), withStreamRetry(retry.Policy{}, retrygrpc.WithAllIdempotent(),
-				retrygrpc.WithPolicies(retryconfig.NewLive(cfg)), retrygrpc.WithBreakers(bs)))
+				retrygrpc.WithPolicies(retryconfig.NewLive(cfg)), retrygrpc.WithGuards(guard.Keyed{Breakers: bs})))
 		c := testgrpc.NewTestServiceClient(cc)
 		call := func() ([]string, error) {
 			st, err := c.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte("req")}})
@@ -329,23 +330,23 @@ func TestHedgeStreamBreakerNeverTakesAProbe(t *testing.T) {
 		_, err = call()
 		require.Equal(t, codes.Unavailable, status.Code(err))
 		require.Len(t, srv.copies(), 2, "both copies of the race")
-		var br *retry.Breaker
+		var br *guard.Breaker
 		for _, b := range bs.All() {
 			br = b
 		}
 		require.NotNil(t, br)
-		require.Equal(t, retry.BreakerOpen, br.State(), "the race counted as one failed call")
+		require.Equal(t, guard.BreakerOpen, br.State(), "the race counted as one failed call")
 
 		_, err = call()
 		assert.ErrorIs(t, err, retry.ErrBreakerOpen)
 		assert.Len(t, srv.copies(), 2, "an open breaker sends no copy")
 
 		time.Sleep(10 * time.Second)
-		require.Equal(t, retry.BreakerHalfOpen, br.State())
+		require.Equal(t, guard.BreakerHalfOpen, br.State())
 		got, err := call()
 		require.NoError(t, err)
 		assert.Len(t, got, 1)
 		assert.Len(t, srv.copies(), 3, "the probe, and no hedge")
-		assert.Equal(t, retry.BreakerClosed, br.State())
+		assert.Equal(t, guard.BreakerClosed, br.State())
 	})
 }

@@ -5,16 +5,19 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/internal/clocks"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// ErrTargetHeld is matched, with errors.Is, by the error of an attempt that
-// was not sent because its server had asked the interceptor to hold back
-// and the call could not wait that long (see [WithoutHold]). Its status is
-// UNAVAILABLE.
-var ErrTargetHeld = errors.New("retrygrpc: target asked to hold back (pushback)")
+// ErrTargetHeld is guard.ErrHeld, the one error of an attempt held back,
+// for gRPC and HTTP alike: it is matched, with errors.Is, by the error of
+// an attempt that was not sent because its server had asked the
+// interceptor to hold back and the call could not wait that long (see
+// [WithoutHold]); a *guard.HeldError, found with errors.As, says for how
+// long. Its status is UNAVAILABLE.
+var ErrTargetHeld = guard.ErrHeld
 
 // WithoutHold turns off the hold: by default, a server's pushback or
 // RetryInfo delay holds back every new attempt that the interceptor makes
@@ -40,7 +43,8 @@ var ErrTargetHeld = errors.New("retrygrpc: target asked to hold back (pushback)"
 // the balancer picks it below the interceptor. A pushback is the service's
 // answer (gRFC A6 treats it as such, for the whole channel), so holding the
 // target back is what A6's own retries do. Holds are kept for at most
-// 1,024 targets.
+// 1,024 targets, in the interceptor unless [WithGuards] gives a
+// guard.Holds to share.
 func WithoutHold() Option {
 	return Option{func(c *config) { c.noHold = true }}
 }
@@ -60,14 +64,14 @@ func (c *call) hold(d time.Duration) {
 	if c.cfg.noHold || d <= 0 {
 		return
 	}
-	c.cfg.holds.Hold(c.target(), clocks.Now(c.clk), min(d, c.cfg.maxRetryAfter))
+	c.cfg.holdSet().Hold(c.target(), clocks.Now(c.clk), min(d, c.cfg.maxRetryAfter))
 }
 
 // clearHold ends the hold of c's target: its server answered the latest
 // attempt, which awaitHold let go.
 func (c *call) clearHold() {
-	if !c.cfg.noHold && c.cfg.holds.Held() {
-		c.cfg.holds.Clear(c.target(), c.sent)
+	if !c.cfg.noHold && c.cfg.holdSet().Held() {
+		c.cfg.holdSet().Clear(c.target(), c.sent)
 	}
 }
 
@@ -75,30 +79,36 @@ func (c *call) clearHold() {
 // and notes when it let the attempt go. call's deadline must be the call's
 // (MaxElapsed's or the caller's), not an attempt's.
 func (c *call) awaitHold(call context.Context) error {
-	c.sent = c.cfg.holds.Epoch()
-	if c.cfg.noHold || !c.cfg.holds.Held() {
+	c.sent = c.cfg.holdSet().Epoch()
+	if c.cfg.noHold || !c.cfg.holdSet().Held() {
 		return nil
 	}
-	left, err := c.cfg.holds.Wait(call, c.clk, c.target(), false)
-	switch {
-	case err != nil:
+	if err := c.cfg.holdSet().Wait(call, c.clk, c.target(), false); err != nil {
+		var held *guard.HeldError
+		if errors.As(err, &held) {
+			return &heldError{*held}
+		}
 		return status.FromContextError(err).Err()
-	case left > 0:
-		return &heldError{left: left}
 	}
-	c.sent = c.cfg.holds.Epoch()
+	c.sent = c.cfg.holdSet().Epoch()
 	return nil
 }
 
-// heldError is the error of an attempt held back.
-type heldError struct{ left time.Duration }
+// heldError is the error of an attempt held back: a guard.HeldError with
+// a gRPC status.
+type heldError struct{ guard.HeldError }
 
-func (e *heldError) Error() string {
-	return ErrTargetHeld.Error() + " for another " + e.left.Round(time.Millisecond).String()
-}
-
-func (e *heldError) Is(target error) bool { return target == ErrTargetHeld }
+func (e *heldError) Unwrap() error { return &e.HeldError }
 
 func (e *heldError) GRPCStatus() *status.Status {
 	return status.New(codes.Unavailable, e.Error())
+}
+
+// holdSet returns the holds the interceptor keeps: WithGuards' Holds, or
+// its own.
+func (c *config) holdSet() *guard.Holds {
+	if c.guards.Holds != nil {
+		return c.guards.Holds
+	}
+	return &c.holds
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryconfig"
 	"google.golang.org/grpc/codes"
 )
@@ -93,9 +93,8 @@ type config struct {
 	maxRetryAfter     time.Duration
 	grpcRetryDisabled bool
 	noHold            bool
-	holds             holds.Set        // targets that asked to be held back
-	breakers          *retry.Breakers  // WithBreakers
-	throttles         *retry.Throttles // WithThrottles
+	holds             guard.Holds // targets that asked to be held back, unless guards.Holds
+	guards            guard.Keyed // WithGuards
 
 	policies *retryconfig.Live                // WithPolicies: each call's policy, by method
 	onDone   []func(context.Context, Summary) // WithOnDone's hooks, in order

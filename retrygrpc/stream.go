@@ -100,7 +100,7 @@ func (cfg *config) interceptStream(ctx context.Context, desc *grpc.StreamDesc, c
 	if co.policy != nil {
 		p, hedged = *co.policy, false
 	}
-	cfg.guards(cc, &p)
+	cfg.guardPolicy(cc, &p)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

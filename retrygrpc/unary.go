@@ -71,7 +71,7 @@ func (cfg *config) interceptUnary(ctx context.Context, method string, req, reply
 	if co.policy != nil {
 		p = *co.policy
 	}
-	cfg.guards(cc, &p)
+	cfg.guardPolicy(cc, &p)
 	if co.policy == nil && hedged {
 		if hc := cfg.hedged(ctx, method, req, reply, cc, invoker, co, opts, &p, h); hc != nil {
 			return hc.run(p)

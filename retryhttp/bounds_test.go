@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -161,10 +162,10 @@ func TestBudgetsPerOriginIsolateAFailingHost(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	shared, err := retry.NewBudget(10, 0.1)
+	shared, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	require.NoError(t, err)
 	assert.Equal(t, 503, run(t, &retryhttp.Transport{Policy: retry.Policy{Budget: shared}}), "the shared budget refused the flaky host's retry")
-	perOrigin, err := retry.NewBudgets(10, 0.1, 100)
+	perOrigin, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}, 100)
 	require.NoError(t, err)
-	assert.Equal(t, 200, run(t, &retryhttp.Transport{Budgets: perOrigin}), "its own budget let it retry")
+	assert.Equal(t, 200, run(t, &retryhttp.Transport{Guards: guard.Keyed{Budgets: perOrigin}}), "its own budget let it retry")
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/clocks"
-	"github.com/stormguard/retry/internal/guards"
 )
 
 // call is one RoundTrip: the request, what the Transport decided about it
@@ -170,7 +169,7 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 // a failure: a 503 to a POST is the service failing, whether or not the
 // POST may be sent again.
 func failedAnyway(d retry.Decision) retry.Decision {
-	guards.MarkFailed(&d)
+	d.Failed = true
 	return d
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 )
 
@@ -16,12 +17,11 @@ import (
 func ExampleTransport_breakers() {
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
 	defer down.Close()
-	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 2}, 1000)
-	throttles, _ := retry.NewThrottles(retry.ThrottleOptions{}, 1000)
+	breakers, _ := guard.NewBreakers(guard.BreakerOptions{MinCalls: 2}, 1000)
+	throttles, _ := guard.NewThrottles(guard.ThrottleOptions{}, 1000)
 	client := &http.Client{Transport: &retryhttp.Transport{
-		Policy:    retry.Policy{MaxAttempts: 1},
-		Breakers:  breakers,
-		Throttles: throttles,
+		Policy: retry.Policy{MaxAttempts: 1},
+		Guards: guard.Keyed{Breakers: breakers, Throttles: throttles},
 	}}
 	for range 2 {
 		resp, err := client.Get(down.URL)

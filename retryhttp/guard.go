@@ -3,35 +3,38 @@ package retryhttp
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/guards"
+	"github.com/stormguard/retry/guard"
 )
 
-// guards gives p the Breaker and Throttle of c's origin, from Breakers and
-// Throttles, unless p has its own; and, with a Logger, has the changes of
-// state of whatever guards p logged.
-func (t *Transport) guards(c *call, p *retry.Policy) {
-	var br, th any
-	if p.Breaker != nil {
-		br = p.Breaker
-	} else if t.Breakers != nil {
-		p.Breaker, br = t.Breakers.Get(c.origin()), t.Breakers
+// holds returns the holds the Transport keeps: Guards.Holds, or its own.
+func (t *Transport) holds() *guard.Holds {
+	if t.Guards.Holds != nil {
+		return t.Guards.Holds
 	}
-	if p.Throttle != nil {
-		th = p.Throttle
-	} else if t.Throttles != nil {
-		p.Throttle, th = t.Throttles.Get(c.origin()), t.Throttles
+	return &t.held
+}
+
+// watchGuards has the Logger get the changes of state of the guards p
+// uses: the sets of Guards (every member) or p's own.
+func (t *Transport) watchGuards(p *retry.Policy) {
+	if t.Logger == nil {
+		return
 	}
-	if t.Logger != nil {
-		if br != nil {
-			t.watched.watch(t, br)
-		}
-		if th != nil {
-			t.watched.watch(t, th)
-		}
+	if t.Guards.Breakers != nil {
+		t.watched.watch(t, t.Guards.Breakers)
+	} else if p.Breaker != nil {
+		t.watched.watch(t, p.Breaker)
+	}
+	if t.Guards.Throttles != nil {
+		t.watched.watch(t, t.Guards.Throttles)
+	} else if p.Throttle != nil {
+		t.watched.watch(t, p.Throttle)
 	}
 }
 
@@ -39,16 +42,23 @@ func (t *Transport) guards(c *call, p *retry.Policy) {
 // with a Breaker of its own per request would otherwise grow the set.
 const maxWatched = 64
 
+// watchable is a guard whose changes can be watched.
+type watchable interface {
+	Watch(func(guard.Change)) (stop func(), err error)
+}
+
 // watched is the set of breakers and throttles (single or keyed) whose
 // changes of state a Transport logs. A request through one already watched
 // costs a lookup that takes no lock.
 type watched struct {
-	set sync.Map // target → struct{}
+	set sync.Map // watchable → struct{}
 	n   atomic.Int32
 }
 
-// watch has target's changes logged by t, from now on, once.
-func (w *watched) watch(t *Transport, target any) {
+// watch has target's changes logged by t, from now on, once. The watcher
+// holds t weakly, and t's cleanup stops it: a Transport dropped by its
+// program stops watching, rather than be kept alive by a shared breaker.
+func (w *watched) watch(t *Transport, target watchable) {
 	if _, ok := w.set.Load(target); ok || w.n.Load() >= maxWatched {
 		return
 	}
@@ -56,7 +66,18 @@ func (w *watched) watch(t *Transport, target any) {
 		return
 	}
 	w.n.Add(1)
-	guards.Watch(target, t, t.logChange)
+	wt := weak.Make(t)
+	stop, err := target.Watch(func(ch guard.Change) {
+		if t := wt.Value(); t != nil {
+			t.logChange(ch)
+		}
+	})
+	if err != nil {
+		// Full (guard.MaxWatchers): the changes go unlogged by this
+		// Transport, and its requests are unaffected.
+		return
+	}
+	runtime.AddCleanup(t, func(stop func()) { stop() }, stop)
 }
 
 // The lines of the changes of state of breakers and throttles, written
@@ -71,22 +92,22 @@ const (
 
 // logChange writes the line of one change: Warn when requests start to
 // fail fast or be shed, Info when they go again. The origin is the key of
-// the breaker or throttle in Breakers or Throttles; a Policy's own, shared
-// by every origin, has none.
-func (t *Transport) logChange(ch guards.Change) {
+// the breaker or throttle in Guards' sets; a Policy's own, shared by
+// every origin, has none.
+func (t *Transport) logChange(ch guard.Change) {
 	l := t.Logger
 	if l == nil {
 		return
 	}
 	level, msg := slog.LevelInfo, msgThrottleOff
 	switch {
-	case ch.Breaker && retry.BreakerState(ch.To) == retry.BreakerOpen:
+	case ch.Breaker && ch.To == guard.BreakerOpen:
 		level, msg = slog.LevelWarn, msgBreakerOpened
-	case ch.Breaker && retry.BreakerState(ch.To) == retry.BreakerHalfOpen:
+	case ch.Breaker && ch.To == guard.BreakerHalfOpen:
 		msg = msgBreakerHalfOpen
 	case ch.Breaker:
 		msg = msgBreakerClosed
-	case ch.On:
+	case ch.Shedding:
 		level, msg = slog.LevelWarn, msgThrottleOn
 	}
 	ctx := context.Background() // the change belongs to many requests

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -57,9 +58,9 @@ func TestTransportBreakersPerOrigin(t *testing.T) {
 	t.Parallel()
 	down, up := newServer(t, status(503)), newServer(t, status(200))
 	clk := retrytest.NewAutoClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 3, OpenFor: time.Minute, Clock: clk}, 10)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 3, OpenFor: time.Minute, Clock: clk}, 10)
 	require.NoError(t, err)
-	tr := &retryhttp.Transport{Breakers: bs, Policy: retry.Policy{MaxAttempts: 2, Clock: clk}}
+	tr := &retryhttp.Transport{Guards: guard.Keyed{Breakers: bs}, Policy: retry.Policy{MaxAttempts: 2, Clock: clk}}
 	c := down.client(tr) // both servers are loopback httptest servers: one client dials both
 	for range 3 {
 		code, err := getStatus(c, context.Background(), down.URL)
@@ -67,7 +68,7 @@ func TestTransportBreakersPerOrigin(t *testing.T) {
 		require.Equal(t, 503, code)
 	}
 	require.Equal(t, 6, down.hits(), "3 requests of 2 attempts")
-	assert.Equal(t, retry.BreakerOpen, bs.Get(down.URL).State())
+	assert.Equal(t, guard.BreakerOpen, bs.Get(down.URL).State())
 
 	code, err := getStatus(c, context.Background(), up.URL)
 	require.NoError(t, err)
@@ -108,13 +109,13 @@ func TestTransportThrottlesIsolateOrigins(t *testing.T) {
 		return downShed, upShed
 	}
 	clk := retrytest.NewAutoClock()
-	ts, err := retry.NewThrottles(retry.ThrottleOptions{Clock: clk}, 10)
+	ts, err := guard.NewThrottles(guard.ThrottleOptions{Clock: clk}, 10)
 	require.NoError(t, err)
-	downShed, upShed := run(t, &retryhttp.Transport{Throttles: ts, Policy: retry.Policy{MaxAttempts: 1, Clock: clk}})
+	downShed, upShed := run(t, &retryhttp.Transport{Guards: guard.Keyed{Throttles: ts}, Policy: retry.Policy{MaxAttempts: 1, Clock: clk}})
 	assert.Greater(t, downShed, 100, "the failing origin is shed")
 	assert.Zero(t, upShed, "the healthy origin is not")
 
-	shared, err := retry.NewThrottle(retry.ThrottleOptions{K: 1.1, Clock: clk})
+	shared, err := guard.NewThrottle(guard.ThrottleOptions{K: 1.1, Clock: clk})
 	require.NoError(t, err)
 	_, upShed = run(t, &retryhttp.Transport{Policy: retry.Policy{MaxAttempts: 1, Throttle: shared, Clock: clk}})
 	assert.Positive(t, upShed, "one shared Throttle sheds the healthy origin too")
@@ -140,9 +141,9 @@ func TestTransportHedgeNeverTakesAProbe(t *testing.T) {
 			}
 			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
 		})
-		bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
+		bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, OpenFor: 10 * time.Second, Probes: 1}, 10)
 		require.NoError(t, err)
-		tr := &retryhttp.Transport{Base: base, Breakers: bs, Hedger: &retry.Hedger{Delay: 10 * time.Millisecond},
+		tr := &retryhttp.Transport{Base: base, Guards: guard.Keyed{Breakers: bs}, Hedger: &retry.Hedger{Delay: 10 * time.Millisecond},
 			Policy: retry.Policy{MaxAttempts: 3}}
 		c := &http.Client{Transport: tr}
 		send := func() <-chan error {
@@ -166,10 +167,10 @@ func TestTransportHedgeNeverTakesAProbe(t *testing.T) {
 		failing.Store(true)
 		_, _ = getStatus(c, context.Background(), "http://api.test/")
 		br := bs.Get("http://api.test")
-		require.Equal(t, retry.BreakerOpen, br.State())
+		require.Equal(t, guard.BreakerOpen, br.State())
 		failing.Store(false)
 		time.Sleep(10 * time.Second)
-		require.Equal(t, retry.BreakerHalfOpen, br.State())
+		require.Equal(t, guard.BreakerHalfOpen, br.State())
 
 		before := sent.Load()
 		done = send()
@@ -179,7 +180,7 @@ func TestTransportHedgeNeverTakesAProbe(t *testing.T) {
 		assert.Equal(t, before+1, sent.Load(), "only the probe was sent: no hedge took a probe")
 		close(release)
 		require.NoError(t, <-done)
-		assert.Equal(t, retry.BreakerClosed, br.State(), "the probe's success closed it")
+		assert.Equal(t, guard.BreakerClosed, br.State(), "the probe's success closed it")
 	})
 }
 
@@ -192,10 +193,10 @@ func TestTransportLogsGuardChangesOnce(t *testing.T) {
 	var healthy atomic.Bool
 	srv := newServer(t, untilHealthy(&healthy))
 	clk := retrytest.NewClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 3, OpenFor: time.Minute, Probes: 2, Clock: clk}, 10)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 3, OpenFor: time.Minute, Probes: 2, Clock: clk}, 10)
 	require.NoError(t, err)
 	var buf syncBuffer
-	c := srv.client(&retryhttp.Transport{Breakers: bs, Logger: logged(&buf), Policy: retry.Policy{MaxAttempts: 1, Clock: clk}})
+	c := srv.client(&retryhttp.Transport{Guards: guard.Keyed{Breakers: bs}, Logger: logged(&buf), Policy: retry.Policy{MaxAttempts: 1, Clock: clk}})
 	for range 50 {
 		_, _ = getStatus(c, context.Background(), srv.URL)
 	}
@@ -221,11 +222,11 @@ func TestTransportLogsGuardChangesOnce(t *testing.T) {
 	assert.Contains(t, closed[0], "level=INFO")
 	assert.Len(t, linesWith(out, `msg="retryhttp: circuit breaker`), 3, out)
 
-	ts, err := retry.NewThrottles(retry.ThrottleOptions{Window: time.Minute, Clock: clk}, 10)
+	ts, err := guard.NewThrottles(guard.ThrottleOptions{Window: time.Minute, Clock: clk}, 10)
 	require.NoError(t, err)
 	buf2 := &syncBuffer{}
 	healthy.Store(false)
-	c = srv.client(&retryhttp.Transport{Throttles: ts, Logger: logged(buf2), Policy: retry.Policy{MaxAttempts: 1, Clock: clk}})
+	c = srv.client(&retryhttp.Transport{Guards: guard.Keyed{Throttles: ts}, Logger: logged(buf2), Policy: retry.Policy{MaxAttempts: 1, Clock: clk}})
 	for range 100 {
 		_, _ = getStatus(c, context.Background(), srv.URL)
 	}
@@ -248,11 +249,11 @@ func TestTransportGuardsCountFailuresOfRequestsNotRetried(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503))
 	clk := retrytest.NewAutoClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 3, Clock: clk}, 10)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 3, Clock: clk}, 10)
 	require.NoError(t, err)
-	ts, err := retry.NewThrottles(retry.ThrottleOptions{MinRequests: 3, Clock: clk}, 10)
+	ts, err := guard.NewThrottles(guard.ThrottleOptions{MinRequests: 3, Clock: clk}, 10)
 	require.NoError(t, err)
-	c := srv.client(&retryhttp.Transport{Breakers: bs, Throttles: ts, Policy: retry.Policy{Clock: clk}})
+	c := srv.client(&retryhttp.Transport{Guards: guard.Keyed{Breakers: bs, Throttles: ts}, Policy: retry.Policy{Clock: clk}})
 	for range 3 {
 		resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("charge"))
 		require.NoError(t, err)
@@ -260,7 +261,7 @@ func TestTransportGuardsCountFailuresOfRequestsNotRetried(t *testing.T) {
 		require.Equal(t, 503, resp.StatusCode)
 	}
 	assert.Equal(t, 3, srv.hits(), "a POST without a key is not retried")
-	assert.Equal(t, retry.BreakerOpen, bs.Get(srv.URL).State(), "its 503s opened the breaker")
+	assert.Equal(t, guard.BreakerOpen, bs.Get(srv.URL).State(), "its 503s opened the breaker")
 	assert.Positive(t, ts.Get(srv.URL).RejectProbability(), "and count against the throttle")
 	_, err = c.Post(srv.URL, "text/plain", strings.NewReader("charge"))
 	assert.ErrorIs(t, err, retry.ErrBreakerOpen)

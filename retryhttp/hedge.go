@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/internal/clocks"
 )
 
@@ -48,11 +49,11 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 	}
 	classify := p.Classifier
 	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
-		var held *holdError
+		var held *guard.HeldError
 		if a.Hedged && errors.As(a.Err, &held) {
 			// A copy that could not be sent: the attempts that run go on,
 			// and no other copy starts before the hold ends.
-			return retry.Decision{Retry: true, RetryAfter: held.left, Reason: "host held back (Retry-After); copy not sent"}
+			return retry.Decision{Retry: true, RetryAfter: held.Left, Reason: "host held back (Retry-After); copy not sent"}
 		}
 		d, _ := finalIfReplayed(classify(ctx, a), a.Err)
 		if se, ok := a.Err.(*StatusError); ok && d.Retry {

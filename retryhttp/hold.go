@@ -2,12 +2,10 @@ package retryhttp
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"time"
 
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/internal/clocks"
-	"github.com/stormguard/retry/internal/holds"
 )
 
 // HoldMode says what a [Transport] does with new attempts to a host that
@@ -20,7 +18,7 @@ import (
 //
 // Holds are kept per origin (scheme, host and port), the unit a Retry-After
 // speaks for (RFC 9110 §10.2.3 scopes it to the server that sent it), and
-// the unit that [Transport.Budgets] uses too: one host's throttle never
+// the unit that [Transport.Guards] uses too: one host's throttle never
 // delays another's requests. At most 1,024 origins are held at once.
 //
 // When a hold's time is up, three requests go first as probes; the others
@@ -48,16 +46,18 @@ const (
 	HoldOff
 )
 
-// ErrHostHeld is matched by the error of an attempt that was not sent
-// because its host had asked the Transport to hold back (see [HoldMode]).
-var ErrHostHeld = errors.New("retryhttp: host asked to hold back (Retry-After)")
+// ErrHostHeld is guard.ErrHeld, the one error of an attempt held back, for
+// HTTP and gRPC alike: it is matched by the error of an attempt that was
+// not sent because its host had asked to be held back (see [HoldMode]); a
+// *guard.HeldError says for how long.
+var ErrHostHeld = guard.ErrHeld
 
 // noteHold records what resp, the answer to the attempt that
 // [call.awaitHold] let go at sent, says of a hold: a 429 or 503 with a
 // Retry-After holds the origin back, for at most MaxRetryAfter; any other
 // answer but those clears its hold, if the hold began before the attempt
 // was sent: an answer to an older request says nothing of the server since.
-func (c *call) noteHold(resp *http.Response, sent holds.Epoch) {
+func (c *call) noteHold(resp *http.Response, sent guard.HoldEpoch) {
 	if c.t.Hold == HoldOff {
 		return
 	}
@@ -69,12 +69,12 @@ func (c *call) noteHold(resp *http.Response, sent holds.Epoch) {
 		}
 		now := clocks.Now(c.clk)
 		if d, ok := parseRetryAfter(v, now, c.t.maxRetryAfter()); ok {
-			c.t.held.Hold(c.origin(), now, d) // parseRetryAfter caps d at MaxRetryAfter
+			c.t.holds().Hold(c.origin(), now, d) // parseRetryAfter caps d at MaxRetryAfter
 			c.logHold(true)
 		}
 	default:
-		if c.t.held.Held() {
-			c.t.held.Clear(c.origin(), sent)
+		if c.t.holds().Held() {
+			c.t.holds().Clear(c.origin(), sent)
 		}
 		c.logHold(false)
 	}
@@ -85,25 +85,12 @@ func (c *call) noteHold(resp *http.Response, sent holds.Epoch) {
 // let the attempt go, for noteHold. call is the request's ctx with its
 // MaxElapsed deadline, never an attempt's: a hold is weighed against the
 // time the whole request has left, and its wait is not an attempt's time.
-func (c *call) awaitHold(call context.Context) (holds.Epoch, error) {
-	if c.t.Hold == HoldOff || !c.t.held.Held() {
-		return c.t.held.Epoch(), nil
+func (c *call) awaitHold(call context.Context) (guard.HoldEpoch, error) {
+	if c.t.Hold == HoldOff || !c.t.holds().Held() {
+		return c.t.holds().Epoch(), nil
 	}
-	left, err := c.t.held.Wait(call, c.clk, c.origin(), c.t.Hold == HoldFailFast)
-	switch {
-	case err != nil:
+	if err := c.t.holds().Wait(call, c.clk, c.origin(), c.t.Hold == HoldFailFast); err != nil {
 		return 0, err
-	case left > 0:
-		return 0, &holdError{left: left}
 	}
-	return c.t.held.Epoch(), nil
+	return c.t.holds().Epoch(), nil
 }
-
-// holdError is the error of an attempt held back: it matches ErrHostHeld.
-type holdError struct{ left time.Duration }
-
-func (e *holdError) Error() string {
-	return ErrHostHeld.Error() + " for another " + e.left.Round(time.Millisecond).String()
-}
-
-func (e *holdError) Is(target error) bool { return target == ErrHostHeld }

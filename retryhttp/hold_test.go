@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -169,7 +169,7 @@ func TestHoldFailFastAndClear(t *testing.T) {
 		resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
 		require.NoError(t, err, "the hold's time is up: a probe goes")
 		resp.Body.Close()
-		for range 2 * holds.Probes {
+		for range 2 * guard.HoldProbes {
 			resp, err = tr.RoundTrip(get(t, "http://svc.test/"))
 			require.NoError(t, err, "the probe's 200 cleared the hold")
 			resp.Body.Close()
@@ -356,7 +356,7 @@ func TestReleasedHoldSendsProbesNotTheQueue(t *testing.T) {
 		}
 		wg.Wait()
 		assert.Equal(t, int32(200), ok.Load(), "all complete once the host serves")
-		assert.LessOrEqual(t, during.Load(), int32(1+5*holds.Probes+holds.Probes), "a few probes per hold, not the queue")
+		assert.LessOrEqual(t, during.Load(), int32(1+5*guard.HoldProbes+guard.HoldProbes), "a few probes per hold, not the queue")
 		t.Logf("the throttling host saw %d requests in its 5s window", during.Load())
 	})
 }

@@ -115,7 +115,7 @@ func (c *call) logHold(started bool) {
 	case c.t.Logger == nil:
 	case started && c.t.sampler.enter(&c.t.sampler.held, c.origin()):
 		c.logTransition(slog.LevelWarn, "retryhttp: hold started")
-	case !started && c.t.sampler.held.n.Load() > 0 && c.t.held.Until(c.origin()).IsZero() &&
+	case !started && c.t.sampler.held.n.Load() > 0 && c.t.holds().Until(c.origin()).IsZero() &&
 		c.t.sampler.leave(&c.t.sampler.held, c.origin()):
 		// Only an answer that cleared the hold ends it: one to a request
 		// sent before the hold began does not.

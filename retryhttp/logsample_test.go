@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -186,7 +186,7 @@ func TestLogSamplingBudgetTransitions(t *testing.T) {
 		w.WriteHeader(503)
 	})
 	clk := retrytest.NewClock()
-	budget, err := retry.NewBudget(4, 1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 1})
 	require.NoError(t, err)
 	p := fakePolicy(clk)
 	p.Budget = budget
@@ -255,7 +255,7 @@ func TestLogSamplingHoldTransitions(t *testing.T) {
 		assert.Empty(t, linesWith(out, "hold ended"))
 
 		throttle.Store(false)
-		for range 2 * holds.Probes {
+		for range 2 * guard.HoldProbes {
 			send()
 		}
 		out = buf.String()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -95,7 +96,7 @@ func TestNestedTransportSharingTheBudgetChargesOnce(t *testing.T) {
 	t.Parallel()
 	for _, share := range []bool{false, true} {
 		srv := newServer(t, status(503), status(503), status(200))
-		budget, err := retry.NewBudget(100, 0.1)
+		budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 100, TokenRatio: 0.1})
 		require.NoError(t, err)
 		inner := retry.Policy{}
 		if share {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -37,7 +38,7 @@ func TestTransportBreakerSharedByRequests(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503))
 	clk := retrytest.NewAutoClock()
-	b, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 3, OpenFor: time.Minute, Clock: clk})
+	b, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 3, OpenFor: time.Minute, Clock: clk})
 	require.NoError(t, err)
 	c := srv.client(&retryhttp.Transport{Policy: retry.Policy{MaxAttempts: 2, Breaker: b, Clock: clk}})
 	for range 3 {
@@ -45,7 +46,7 @@ func TestTransportBreakerSharedByRequests(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 503, code)
 	}
-	require.Equal(t, retry.BreakerOpen, b.State())
+	require.Equal(t, guard.BreakerOpen, b.State())
 	require.Equal(t, 6, srv.hits(), "3 requests of 2 attempts")
 
 	_, err = getStatus(c, context.Background(), srv.URL)
@@ -70,7 +71,7 @@ func TestTransportThrottleSharedByRequests(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503))
 	clk := retrytest.NewAutoClock()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
 	require.NoError(t, err)
 	c := srv.client(&retryhttp.Transport{Policy: retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk}})
 	throttled := 0
@@ -89,7 +90,7 @@ func TestTransportThrottleCountsA4xxAsAccepted(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(404))
 	clk := retrytest.NewAutoClock()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
 	require.NoError(t, err)
 	c := srv.client(&retryhttp.Transport{Policy: retry.Policy{Throttle: th, Clock: clk}})
 	for range 100 {

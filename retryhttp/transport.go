@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryconfig"
 )
 
@@ -46,22 +46,14 @@ type Transport struct {
 	// request's own Policy, from [WithPolicy], still wins.
 	Policies *retryconfig.Live
 
-	// Budgets, if set, gives each origin (scheme, host and port) a Budget of
-	// its own, for a Policy without one, so that a failing host cannot use
-	// up the retries of the others [none: only Policy.Budget, shared by
-	// every origin].
-	Budgets *retry.Budgets
-
-	// Breakers, if set, gives each origin a Breaker of its own, for a
-	// Policy without one, so that a host that is down fails fast without
-	// failing the requests to the others [none: only Policy.Breaker,
-	// shared by every origin]. See retry.Breaker.
-	Breakers *retry.Breakers
-
-	// Throttles, if set, gives each origin a Throttle of its own, for a
-	// Policy without one, so that one host's overload sheds only the
-	// requests to it [none: only Policy.Throttle]. See retry.Throttle.
-	Throttles *retry.Throttles
+	// Guards gives each origin (scheme, host and port) a Budget, a
+	// Breaker and a Throttle of its own from its sets, for a Policy
+	// without one, so that a failing host cannot use up the retries of the
+	// others, open their breaker or shed their requests [none: only the
+	// Policy's own, shared by every origin]. Guards.Holds, if set, keeps
+	// the holds (see Hold), so that other integrations can share them;
+	// else the Transport keeps its own.
+	Guards guard.Keyed
 
 	// IdempotencyHeader names the header that carries an idempotency key
 	// [Idempotency-Key]. A request with a non-empty value under this name,
@@ -156,10 +148,10 @@ type Transport struct {
 	// itself reaches the caller after RoundTrip has closed the response.
 	OnDone func(ctx context.Context, s Summary)
 
-	auth    origins    // credential state, per origin
-	held    holds.Set  // hosts that asked to be held back, per origin
-	sampler logSampler // the Logger's groups of similar lines
-	watched watched    // the breakers and throttles whose changes the Logger gets
+	auth    origins     // credential state, per origin
+	held    guard.Holds // hosts that asked to be held back, per origin, unless Guards.Holds
+	sampler logSampler  // the Logger's groups of similar lines
+	watched watched     // the breakers and throttles whose changes the Logger gets
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over
@@ -224,10 +216,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Classifier == nil {
 		p.Classifier = DefaultClassifier
 	}
-	if p.Budget == nil && t.Budgets != nil {
-		p.Budget = t.Budgets.Get(c.origin())
-	}
-	t.guards(c, &p)
+	p = p.WithGuards(&t.Guards, c.origin())
+	t.watchGuards(&p)
 	if t.OnDone != nil {
 		// Observed: keep what the loop reports, a panic included, for an
 		// OnDone that a panic leaves to the deferred call above. That also

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -130,7 +131,7 @@ func TestBudgetFlowsThrough(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, status(503))
 	clk := retrytest.NewClock()
-	budget, err := retry.NewBudget(2, 0.1) // refuses once one token is gone
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 2, TokenRatio: 0.1}) // refuses once one token is gone
 	require.NoError(t, err)
 	p := fakePolicy(clk)
 	p.Budget = budget

@@ -3,8 +3,8 @@ module github.com/stormguard/retry/retryotel
 go 1.26.0
 
 require (
-	github.com/stormguard/retry v0.1.0
-	github.com/stormguard/retry/retrygrpc v0.1.0
+	github.com/stormguard/retry v0.2.0
+	github.com/stormguard/retry/retrygrpc v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0

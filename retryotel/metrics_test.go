@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryotel"
 	"github.com/stormguard/retry/retrytest"
 )
@@ -71,7 +72,7 @@ func TestEachStopReasonHasItsOwnOutcome(t *testing.T) {
 	t.Parallel()
 	s := newSink(t)
 	hook := s.obs.OnDone("op")
-	budget, err := retry.NewBudget(2, 0.1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 2, TokenRatio: 0.1})
 	require.NoError(t, err)
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -7,8 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/guards"
+	"github.com/stormguard/retry/guard"
 )
 
 // The metrics of breakers and throttles (see [Observer.ObserveBreaker] and
@@ -36,7 +35,7 @@ const (
 	// GuardNameKey is the name a breaker or throttle was observed under.
 	GuardNameKey = attribute.Key("retry.guard.name")
 	// GuardKeyKey is the key (an origin, a target) of a breaker or
-	// throttle of a retry.Breakers or retry.Throttles; absent for one
+	// throttle of a guard.Breakers or guard.Throttles; absent for one
 	// observed alone. There are as many as the set holds keys at most.
 	GuardKeyKey = attribute.Key("retry.guard.key")
 	// BreakerStateKey is "closed", "open" or "half-open".
@@ -45,7 +44,7 @@ const (
 	ThrottleSheddingKey = attribute.Key("retry.throttle.shedding")
 )
 
-var breakerStates = [...]retry.BreakerState{retry.BreakerClosed, retry.BreakerOpen, retry.BreakerHalfOpen}
+var breakerStates = [...]guard.BreakerState{guard.BreakerClosed, guard.BreakerOpen, guard.BreakerHalfOpen}
 
 // ObserveBreaker reports b's state, read at each collection, as the gauge
 // retry.breaker.state, and counts its changes of state in
@@ -56,16 +55,16 @@ var breakerStates = [...]retry.BreakerState{retry.BreakerClosed, retry.BreakerOp
 //
 // Unregister the returned Registration when the breaker goes away. A nil
 // breaker is an error, and so is the zero Observer, which has no meter.
-func (o *Observer) ObserveBreaker(name string, b *retry.Breaker) (metric.Registration, error) {
+func (o *Observer) ObserveBreaker(name string, b *guard.Breaker) (metric.Registration, error) {
 	if b == nil {
 		return nil, errors.New("retryotel: ObserveBreaker needs a Breaker")
 	}
-	return o.observeBreakers(name, b, func(yield func(string, *retry.Breaker) bool) { yield("", b) })
+	return o.observeBreakers(name, b, func(yield func(string, *guard.Breaker) bool) { yield("", b) })
 }
 
 // ObserveBreakers is [Observer.ObserveBreaker] for each key of bs, with
 // the key as retry.guard.key.
-func (o *Observer) ObserveBreakers(name string, bs *retry.Breakers) (metric.Registration, error) {
+func (o *Observer) ObserveBreakers(name string, bs *guard.Breakers) (metric.Registration, error) {
 	if bs == nil {
 		return nil, errors.New("retryotel: ObserveBreakers needs a Breakers")
 	}
@@ -76,16 +75,16 @@ func (o *Observer) ObserveBreakers(name string, bs *retry.Breakers) (metric.Regi
 // collection, as the gauge retry.throttle.reject_ratio, and counts the
 // times it starts and stops shedding in retry.throttle.transitions, under
 // name. Unregister the returned Registration when the throttle goes away.
-func (o *Observer) ObserveThrottle(name string, t *retry.Throttle) (metric.Registration, error) {
+func (o *Observer) ObserveThrottle(name string, t *guard.Throttle) (metric.Registration, error) {
 	if t == nil {
 		return nil, errors.New("retryotel: ObserveThrottle needs a Throttle")
 	}
-	return o.observeThrottles(name, t, func(yield func(string, *retry.Throttle) bool) { yield("", t) })
+	return o.observeThrottles(name, t, func(yield func(string, *guard.Throttle) bool) { yield("", t) })
 }
 
 // ObserveThrottles is [Observer.ObserveThrottle] for each key of ts, with
 // the key as retry.guard.key.
-func (o *Observer) ObserveThrottles(name string, ts *retry.Throttles) (metric.Registration, error) {
+func (o *Observer) ObserveThrottles(name string, ts *guard.Throttles) (metric.Registration, error) {
 	if ts == nil {
 		return nil, errors.New("retryotel: ObserveThrottles needs a Throttles")
 	}
@@ -104,7 +103,7 @@ func guardAttrs(name, key string, more ...attribute.KeyValue) attribute.Set {
 	return attribute.NewSet(append(kv, more...)...)
 }
 
-func (o *Observer) observeBreakers(name string, target any, all func(func(string, *retry.Breaker) bool)) (metric.Registration, error) {
+func (o *Observer) observeBreakers(name string, target watchable, all func(func(string, *guard.Breaker) bool)) (metric.Registration, error) {
 	if o == nil || o.meter == nil {
 		return nil, errNoMeter
 	}
@@ -134,15 +133,15 @@ func (o *Observer) observeBreakers(name string, target any, all func(func(string
 	if err != nil {
 		return nil, err
 	}
-	return o.watch(target, reg, func(c guards.Change) {
+	return o.watch(target, reg, func(c guard.Change) {
 		if c.Breaker {
-			to := retry.BreakerState(c.To).String()
+			to := c.To.String()
 			transitions.Add(context.Background(), 1, metric.WithAttributeSet(guardAttrs(name, c.Key, BreakerStateKey.String(to))))
 		}
-	}), nil
+	})
 }
 
-func (o *Observer) observeThrottles(name string, target any, all func(func(string, *retry.Throttle) bool)) (metric.Registration, error) {
+func (o *Observer) observeThrottles(name string, target watchable, all func(func(string, *guard.Throttle) bool)) (metric.Registration, error) {
 	if o == nil || o.meter == nil {
 		return nil, errNoMeter
 	}
@@ -165,29 +164,38 @@ func (o *Observer) observeThrottles(name string, target any, all func(func(strin
 	if err != nil {
 		return nil, err
 	}
-	return o.watch(target, reg, func(c guards.Change) {
+	return o.watch(target, reg, func(c guard.Change) {
 		if !c.Breaker {
-			transitions.Add(context.Background(), 1, metric.WithAttributeSet(guardAttrs(name, c.Key, ThrottleSheddingKey.Bool(c.On))))
+			transitions.Add(context.Background(), 1, metric.WithAttributeSet(guardAttrs(name, c.Key, ThrottleSheddingKey.Bool(c.Shedding))))
 		}
-	}), nil
+	})
+}
+
+// watchable is a guard whose changes can be watched.
+type watchable interface {
+	Watch(func(guard.Change)) (stop func(), err error)
 }
 
 // watch has f told of target's changes until the returned Registration,
-// which also unregisters reg, is unregistered.
-func (o *Observer) watch(target any, reg metric.Registration, f func(guards.Change)) metric.Registration {
-	w := &guardRegistration{Registration: reg, target: target}
-	guards.Watch(target, w, f)
-	return w
+// which also unregisters reg, is unregistered. A guard that has all the
+// watchers it may have (guard.MaxWatchers) fails the observation.
+func (o *Observer) watch(target watchable, reg metric.Registration, f func(guard.Change)) (metric.Registration, error) {
+	stop, err := target.Watch(f)
+	if err != nil {
+		_ = reg.Unregister()
+		return nil, err
+	}
+	return &guardRegistration{Registration: reg, stop: stop}, nil
 }
 
 // guardRegistration is the Registration of an observed breaker or
 // throttle: its callback, and its watcher.
 type guardRegistration struct {
 	metric.Registration
-	target any
+	stop func()
 }
 
 func (r *guardRegistration) Unregister() error {
-	guards.Unwatch(r.target, r)
+	r.stop()
 	return r.Registration.Unregister()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retryotel"
@@ -74,17 +75,17 @@ func TestSummaryCountsEqualMetricCounts(t *testing.T) {
 	s := newSink(t)
 	rec := retrydebug.NewRecorder(0, 0)
 	clk := retrytest.NewAutoClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 20, OpenFor: 10 * time.Second, Clock: clk}, 10)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 20, OpenFor: 10 * time.Second, Clock: clk}, 10)
 	require.NoError(t, err)
 	reg, err := s.obs.ObserveBreakers("origins", bs)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = reg.Unregister() })
 	var logs lockedBuffer
 	tr := &retryhttp.Transport{
-		Base:     srv.Client().Transport,
-		Policy:   retry.Policy{MaxAttempts: 3, Clock: clk},
-		Breakers: bs,
-		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+		Base:   srv.Client().Transport,
+		Policy: retry.Policy{MaxAttempts: 3, Clock: clk},
+		Guards: guard.Keyed{Breakers: bs},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		OnDone: func(ctx context.Context, sum retryhttp.Summary) {
 			s.obs.RecordHTTP(ctx, sum)
 			rec.RecordHTTP(ctx, sum)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryotel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -22,7 +23,7 @@ func ExampleObserver_ObserveBreakers() {
 		fmt.Println(err)
 		return
 	}
-	breakers, _ := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1}, 100)
+	breakers, _ := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1}, 100)
 	reg, err := obs.ObserveBreakers("hosts", breakers)
 	if err != nil {
 		fmt.Println(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retryotel"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
@@ -58,16 +59,16 @@ func TestObserveBreakers(t *testing.T) {
 	t.Parallel()
 	s := newSink(t)
 	clk := retrytest.NewClock()
-	b, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1, OpenFor: time.Minute, Probes: 1, Clock: clk})
+	b, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1, OpenFor: time.Minute, Probes: 1, Clock: clk})
 	require.NoError(t, err)
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, OpenFor: time.Minute, Clock: clk}, 10)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, OpenFor: time.Minute, Clock: clk}, 10)
 	require.NoError(t, err)
 	reg, err := s.obs.ObserveBreaker("payments", b)
 	require.NoError(t, err)
 	kreg, err := s.obs.ObserveBreakers("hosts", bs)
 	require.NoError(t, err)
 
-	do := func(br *retry.Breaker, op func(context.Context) error) {
+	do := func(br *guard.Breaker, op func(context.Context) error) {
 		_, _ = retry.Do(context.Background(), op, retry.Policy{MaxAttempts: 1, Breaker: br, Clock: clk})
 	}
 	fail := func(context.Context) error { return errDown }
@@ -113,7 +114,7 @@ func TestObserveThrottles(t *testing.T) {
 	t.Parallel()
 	s := newSink(t)
 	clk := retrytest.NewClock()
-	ts, err := retry.NewThrottles(retry.ThrottleOptions{Window: time.Minute, Clock: clk}, 10)
+	ts, err := guard.NewThrottles(guard.ThrottleOptions{Window: time.Minute, Clock: clk}, 10)
 	require.NoError(t, err)
 	reg, err := s.obs.ObserveThrottles("hosts", ts)
 	require.NoError(t, err)
@@ -150,6 +151,6 @@ func TestObserveGuardsRefuseBadInput(t *testing.T) {
 	_, err = s.obs.ObserveThrottles("x", nil)
 	assert.Error(t, err)
 	var zero retryotel.Observer
-	_, err = zero.ObserveThrottle("x", new(retry.Throttle))
+	_, err = zero.ObserveThrottle("x", new(guard.Throttle))
 	assert.Error(t, err)
 }

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
-// ledger keeps a shared *retry.Budget up to date with what simulated
+// ledger keeps a shared *guard.Budget up to date with what simulated
 // clients do, and asks it whether a retry may go ahead.
 //
 // The Budget's token arithmetic is unexported: only retry.Do moves tokens.
@@ -20,7 +21,7 @@ import (
 // up, else ask the budget. Nothing sleeps: the probe's wait is zero, and the
 // simulator computes the real wait with Policy.Wait on virtual time.
 type ledger struct {
-	budget *retry.Budget // nil: no budget, every retry is allowed
+	budget *guard.Budget // nil: no budget, every retry is allowed
 }
 
 var (

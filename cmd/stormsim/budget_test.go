@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +14,7 @@ import (
 // tokens remain.
 func TestLedgerFollowsGRFCA6(t *testing.T) {
 	t.Parallel()
-	b, err := retry.NewBudget(10, 0.1)
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	require.NoError(t, err)
 	l := ledger{budget: b}
 
@@ -38,7 +38,7 @@ func TestLedgerFollowsGRFCA6(t *testing.T) {
 
 func TestLedgerLastAttemptOnlyRecords(t *testing.T) {
 	t.Parallel()
-	b, err := retry.NewBudget(10, 0.1)
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	require.NoError(t, err)
 	l := ledger{budget: b}
 	assert.False(t, l.Failed(true), "a client without attempts left retried")

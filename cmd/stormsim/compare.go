@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // comparedControls model three other libraries' SRE-style throttles by
@@ -30,8 +30,8 @@ import (
 // Our Throttle's window always has 16 buckets.
 func comparedControls() []control {
 	return []control{
-		{Name: "go-zero constants", Budget: true, Throttle: &retry.ThrottleOptions{K: 1.5, Window: 10 * time.Second, MinRequests: 5, MaxReject: 1}},
-		{Name: "kratos constants", Budget: true, Throttle: &retry.ThrottleOptions{K: 1 / 0.6, Window: 3 * time.Second, MinRequests: 100, MaxReject: 1}},
-		{Name: "failsafe-go constants", Budget: true, Throttle: &retry.ThrottleOptions{K: 1 / 0.9, Window: time.Minute, MinRequests: 1, MaxReject: 0.9}},
+		{Name: "go-zero constants", Budget: true, Throttle: &guard.ThrottleOptions{K: 1.5, Window: 10 * time.Second, MinRequests: 5, MaxReject: 1}},
+		{Name: "kratos constants", Budget: true, Throttle: &guard.ThrottleOptions{K: 1 / 0.6, Window: 3 * time.Second, MinRequests: 100, MaxReject: 1}},
+		{Name: "failsafe-go constants", Budget: true, Throttle: &guard.ThrottleOptions{K: 1 / 0.9, Window: time.Minute, MinRequests: 1, MaxReject: 0.9}},
 	}
 }

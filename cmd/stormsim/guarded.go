@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // The guarded scenarios (hard outage, overload, light failure, breaker
@@ -21,8 +22,8 @@ import (
 type control struct {
 	Name     string
 	Budget   bool
-	Throttle *retry.ThrottleOptions // nil: no Throttle
-	Breaker  *retry.BreakerOptions  // nil: no Breaker
+	Throttle *guard.ThrottleOptions // nil: no Throttle
+	Breaker  *guard.BreakerOptions  // nil: no Breaker
 }
 
 // load is how the callers call, and how the backend answers.
@@ -69,14 +70,14 @@ type bucket struct {
 	Sent        int // attempts that reached the backend in the bucket
 	Accepted    int // of those, attempts the backend served
 	RejectP     float64
-	State       retry.BreakerState // at the end of the bucket
+	State       guard.BreakerState // at the end of the bucket
 }
 
 // arrival is one attempt reaching the backend, for the breaker scenario.
 type arrival struct {
 	At      time.Duration
 	Attempt int
-	State   retry.BreakerState // the Breaker's state as the attempt was sent
+	State   guard.BreakerState // the Breaker's state as the attempt was sent
 }
 
 // guardRun is what one run of one control measured.
@@ -99,11 +100,11 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 	s := newVsim()
 	rng := rand.New(rand.NewPCG(l.Seed, uint64('G')<<56))
 	p := retry.Policy{MaxAttempts: l.Attempts, Clock: s, Jitter: seeded{retry.FullJitter, rng}}
-	var th *retry.Throttle
-	var br *retry.Breaker
+	var th *guard.Throttle
+	var br *guard.Breaker
 	var err error
 	if c.Budget {
-		p.Budget, _ = retry.NewBudget(10, 0.1) // the zero Budget's size
+		p.Budget, _ = guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}) // the zero Budget's size
 	}
 	if c.Throttle != nil {
 		o := *c.Throttle
@@ -111,7 +112,7 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 		// Its own seeded stream: the refusals repeat from the seed. One
 		// caller runs at a time (vsim), so the stream needs no lock.
 		o.Rand = rand.New(rand.NewPCG(l.Seed, uint64('T')<<56)).Float64
-		if th, err = retry.NewThrottle(o); err != nil {
+		if th, err = guard.NewThrottle(o); err != nil {
 			return guardRun{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		p.Throttle = th
@@ -119,7 +120,7 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 	if c.Breaker != nil {
 		o := *c.Breaker
 		o.Clock = s
-		if br, err = retry.NewBreaker(o); err != nil {
+		if br, err = guard.NewBreaker(o); err != nil {
 			return guardRun{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		p.Breaker = br

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,7 +129,7 @@ func TestBreakerRetriesNeverTakeProbes(t *testing.T) {
 func TestBreakerHalfOpenRaceAdmitsExactlyProbes(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	br, err := retry.NewBreaker(retry.BreakerOptions{Clock: clk})
+	br, err := guard.NewBreaker(guard.BreakerOptions{Clock: clk})
 	require.NoError(t, err)
 	p := retry.Policy{MaxAttempts: 3, Clock: clk, Breaker: br}
 	fail := retry.Policy{MaxAttempts: 1, Clock: clk, Breaker: br}
@@ -136,9 +137,9 @@ func TestBreakerHalfOpenRaceAdmitsExactlyProbes(t *testing.T) {
 		_, err := retry.Do(context.Background(), func(context.Context) error { return errUnavailable }, fail)
 		require.ErrorIs(t, err, errUnavailable)
 	}
-	require.Equal(t, retry.BreakerOpen, br.State())
+	require.Equal(t, guard.BreakerOpen, br.State())
 	clk.Add(10 * time.Second)
-	require.Equal(t, retry.BreakerHalfOpen, br.State())
+	require.Equal(t, guard.BreakerHalfOpen, br.State())
 
 	const callers = 1000
 	var admitted, refused atomic.Int64
@@ -169,7 +170,7 @@ func TestBreakerHalfOpenRaceAdmitsExactlyProbes(t *testing.T) {
 	assert.Equal(t, int64(callers-3), refused.Load(), "calls refused")
 	close(release)
 	done.Wait()
-	assert.Equal(t, retry.BreakerClosed, br.State(), "all probes succeeded")
+	assert.Equal(t, guard.BreakerClosed, br.State(), "all probes succeeded")
 }
 
 // A failing origin's requests, through retryhttp's sampled Logger: at most
@@ -217,8 +218,8 @@ func TestGuardedRejectsBadLoad(t *testing.T) {
 		_, err := runGuarded(l, noControl, false)
 		assert.Error(t, err, name)
 	}
-	_, err := runGuarded(good, control{Name: "bad", Throttle: &retry.ThrottleOptions{K: 0.5}}, false)
-	assert.ErrorIs(t, err, retry.ErrInvalidPolicy)
+	_, err := runGuarded(good, control{Name: "bad", Throttle: &guard.ThrottleOptions{K: 0.5}}, false)
+	assert.ErrorIs(t, err, guard.ErrInvalidOptions)
 }
 
 // The same seed gives the same run, where no Throttle draws.

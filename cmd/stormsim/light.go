@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // lightLoad is light failure at normal load: the hard outage's callers
@@ -41,7 +41,7 @@ func simulateLight(l load) ([]lightRow, error) {
 			row.Throttled += b.Throttled
 			row.BreakerOpen += b.BreakerOpen
 			row.MaxRejectP = max(row.MaxRejectP, b.RejectP)
-			row.Opened = row.Opened || b.State != retry.BreakerClosed
+			row.Opened = row.Opened || b.State != guard.BreakerClosed
 		}
 		rows = append(rows, row)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // outageLoad is the hard outage: 1,000 callers, one call each per 10 s
@@ -29,12 +29,12 @@ func outageLoad(seed uint64) load {
 var (
 	noControl      = control{Name: "no control"}
 	budgetOnly     = control{Name: "Budget", Budget: true}
-	budgetThrottle = control{Name: "Budget + Throttle", Budget: true, Throttle: &retry.ThrottleOptions{}}
-	budgetBreaker  = control{Name: "Budget + Breaker", Budget: true, Breaker: &retry.BreakerOptions{}}
+	budgetThrottle = control{Name: "Budget + Throttle", Budget: true, Throttle: &guard.ThrottleOptions{}}
+	budgetBreaker  = control{Name: "Budget + Breaker", Budget: true, Breaker: &guard.BreakerOptions{}}
 	// budgetThrottleTight sheds a little more than the defaults: enough
 	// for an outage to leak under 0.1 attempts per call, little enough to
 	// recover within two windows (see docs/storms.md).
-	budgetThrottleTight = control{Name: "Budget + Throttle, MaxReject 0.91", Budget: true, Throttle: &retry.ThrottleOptions{MaxReject: 0.91}}
+	budgetThrottleTight = control{Name: "Budget + Throttle, MaxReject 0.91", Budget: true, Throttle: &guard.ThrottleOptions{MaxReject: 0.91}}
 )
 
 // guardControls are the rows of the hard outage and the overload.

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // probeLoad is the breaker with retries: the hard outage's callers, 3
@@ -19,7 +19,7 @@ func probeLoad(seed uint64) load {
 
 // breakerNoBudget is the breaker scenario's control: a Budget would stop
 // the retries itself, and hide whether the Breaker does.
-var breakerNoBudget = control{Name: "Breaker, no Budget", Breaker: &retry.BreakerOptions{}}
+var breakerNoBudget = control{Name: "Breaker, no Budget", Breaker: &guard.BreakerOptions{}}
 
 // probeResult is what reached the backend in the breaker scenario.
 type probeResult struct {
@@ -48,11 +48,11 @@ func simulateProbes(l load) (probeResult, error) {
 	lastHalf := time.Duration(-1)
 	for _, a := range run.Arrivals {
 		switch a.State {
-		case retry.BreakerClosed:
+		case guard.BreakerClosed:
 			res.Closed++
-		case retry.BreakerOpen:
+		case guard.BreakerOpen:
 			res.WhileOpen++
-		case retry.BreakerHalfOpen:
+		case guard.BreakerHalfOpen:
 			if lastHalf < 0 || a.At-lastHalf >= openFor {
 				res.Rounds = append(res.Rounds, 0)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // stormConfig is scenario A, the outage storm: clients that lose
@@ -22,7 +23,7 @@ type stormConfig struct {
 	// MaxBackoff; MaxAttempts must be set, since nothing else ends a client.
 	Policy retry.Policy
 
-	// BudgetTokens and BudgetRatio size the retry.Budget that all clients
+	// BudgetTokens and BudgetRatio size the guard.Budget that all clients
 	// share in the "with budget" rows, a fresh one per run.
 	BudgetTokens, BudgetRatio float64
 
@@ -68,7 +69,7 @@ func (c stormConfig) validate() error {
 	if err := c.Policy.Validate(); err != nil {
 		return fmt.Errorf("scenario A: %w", err)
 	}
-	if _, err := retry.NewBudget(c.BudgetTokens, c.BudgetRatio); err != nil {
+	if _, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: c.BudgetTokens, TokenRatio: c.BudgetRatio}); err != nil {
 		return fmt.Errorf("scenario A: %w", err)
 	}
 	return nil
@@ -112,7 +113,7 @@ func simulateStorm(cfg stormConfig) ([]stormRow, error) {
 				p := cfg.Policy
 				p.Jitter = s.jitter
 				if withBudget {
-					p.Budget, _ = retry.NewBudget(cfg.BudgetTokens, cfg.BudgetRatio) // validated above
+					p.Budget, _ = guard.NewBudget(guard.BudgetOptions{MaxTokens: cfg.BudgetTokens, TokenRatio: cfg.BudgetRatio}) // validated above
 				}
 				run := runStorm(&q, cfg, p, runRand(cfg.Seed, 'A', cfg.Clients, r))
 				if r == 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,7 @@ func stormOnce(t *testing.T, cfg stormConfig, j retry.Jitter, budget bool) storm
 	p.Jitter = j
 	if budget {
 		var err error
-		p.Budget, err = retry.NewBudget(cfg.BudgetTokens, cfg.BudgetRatio)
+		p.Budget, err = guard.NewBudget(guard.BudgetOptions{MaxTokens: cfg.BudgetTokens, TokenRatio: cfg.BudgetRatio})
 		require.NoError(t, err)
 	}
 	var q queue
@@ -158,7 +159,7 @@ func TestStormConfigValidation(t *testing.T) {
 		"no attempt limit": func(c *stormConfig) { c.Policy.MaxAttempts = 0 },
 		"no runs":          func(c *stormConfig) { c.Runs = 0 },
 		"bad policy":       func(c *stormConfig) { c.Policy.Factor = 0.5 },
-		"bad budget":       func(c *stormConfig) { c.BudgetRatio = 0 },
+		"bad budget":       func(c *stormConfig) { c.BudgetRatio = -0.1 },
 	}
 	for name, breakIt := range cases {
 		cfg := defaultStorm()

@@ -20,7 +20,7 @@ func writeStormTable(w io.Writer, cfg stormConfig, rows []stormRow) error {
 		cfg.Capacity, cfg.Window)
 	fmt.Fprintf(w, "MaxAttempts %d and waits of %s, jittered; \"budget\" rows share\n",
 		p.MaxAttempts, describeWaits(p))
-	fmt.Fprintf(w, "retry.NewBudget(%g, %g) among all clients. Means of %d runs (seed %d).\n\n",
+	fmt.Fprintf(w, "guard.NewBudget(guard.BudgetOptions{MaxTokens: %g, TokenRatio: %g}) among all clients. Means of %d runs (seed %d).\n\n",
 		cfg.BudgetTokens, cfg.BudgetRatio, cfg.Runs, cfg.Seed)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

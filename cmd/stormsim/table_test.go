@@ -30,7 +30,7 @@ func TestStormTable(t *testing.T) {
 	out := b.String()
 	assert.Contains(t, out, "18 clients lose the network together at t=0; it returns at 1s.")
 	assert.Contains(t, out, "MaxAttempts 10 and waits of 200ms·2^(n−1) capped at 5s")
-	assert.Contains(t, out, "retry.NewBudget(10, 0.1)")
+	assert.Contains(t, out, "guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	assert.Equal(t, []string{"NoJitter", "no", "18.0", "18", "104.0", "16.20s", "0.0"}, strings.Fields(lines[len(lines)-2]))
 	assert.Equal(t, []string{"NoJitter", "yes", "0.0", "0", "22.0", "0.20s", "18.0"}, strings.Fields(lines[len(lines)-1]))

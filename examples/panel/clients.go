@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
 )
@@ -29,7 +30,7 @@ type clients struct {
 }
 
 func newClients(base string, rec *retrydebug.Recorder) (*clients, error) {
-	budget, err := retry.NewBudget(10, 0.1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	if err != nil {
 		return nil, err
 	}

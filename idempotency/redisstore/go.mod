@@ -5,7 +5,7 @@ go 1.25
 require (
 	github.com/benbjohnson/clock v1.3.5
 	github.com/redis/go-redis/v9 v9.22.0
-	github.com/stormguard/retry v0.1.0
+	github.com/stormguard/retry v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )

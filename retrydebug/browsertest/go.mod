@@ -4,7 +4,7 @@ go 1.25
 
 require (
 	github.com/chromedp/chromedp v0.23.1
-	github.com/stormguard/retry v0.1.0
+	github.com/stormguard/retry v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/retryhttp"
 	"github.com/stormguard/retry/retrytest"
@@ -65,7 +66,7 @@ func workload(t *testing.T, rec *retrydebug.Recorder) {
 		}, inventory)
 	}
 
-	budget, err := retry.NewBudget(2, 0.1)
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 2, TokenRatio: 0.1})
 	require.NoError(t, err)
 	rec.Budget("payments", budget)
 	payments := retry.Policy{MaxElapsed: time.Minute, Clock: clock, Budget: budget, OnDone: rec.OnDone("payments.charge")}

@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // stillClock is a clock that never moves and costs nothing to read: with
@@ -30,19 +31,19 @@ func (stillClock) WithTimeout(parent context.Context, d time.Duration) (context.
 func BenchmarkGuardFirstSuccess(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	br, err := retry.NewBreaker(retry.BreakerOptions{})
+	br, err := guard.NewBreaker(guard.BreakerOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	thStill, err := retry.NewThrottle(retry.ThrottleOptions{Clock: stillClock{}})
+	thStill, err := guard.NewThrottle(guard.ThrottleOptions{Clock: stillClock{}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	brStill, err := retry.NewBreaker(retry.BreakerOptions{Clock: stillClock{}})
+	brStill, err := guard.NewBreaker(guard.BreakerOptions{Clock: stillClock{}})
 	if err != nil {
 		b.Fatal(err)
 	}

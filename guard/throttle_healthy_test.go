@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ import (
 func TestThrottleShedsAnOutageThatFollowsHealth(t *testing.T) {
 	t.Parallel()
 	for _, clk := range []retry.Clock{nil, retrytest.NewClock()} {
-		th, err := retry.NewThrottle(retry.ThrottleOptions{Window: time.Hour, Clock: clk})
+		th, err := guard.NewThrottle(guard.ThrottleOptions{Window: time.Hour, Clock: clk})
 		require.NoError(t, err)
 		p := retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk}
 		for range 100 {

@@ -1,4 +1,4 @@
-package retry
+package guard
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,15 +38,15 @@ func TestBreakerLeftClosedAsACallBegins(t *testing.T) {
 		want  error
 		stop  retry.StopReason
 		sent  int64
-		state retry.BreakerState
+		state guard.BreakerState
 	}{
-		{"half-open: the call probes", 10 * time.Second, nil, retry.StopSuccess, 1, retry.BreakerClosed},
-		{"open: the call is refused", 0, retry.ErrBreakerOpen, retry.StopBreakerOpen, 0, retry.BreakerOpen},
+		{"half-open: the call probes", 10 * time.Second, nil, retry.StopSuccess, 1, guard.BreakerClosed},
+		{"open: the call is refused", 0, retry.ErrBreakerOpen, retry.StopBreakerOpen, 0, guard.BreakerOpen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b, clk, p := breakerCase(t, retry.BreakerOptions{Probes: 1})
-			th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+			b, clk, p := breakerCase(t, guard.BreakerOptions{Probes: 1})
+			th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
 			require.NoError(t, err)
 			p.Throttle = th
 			ctx := &beginCtx{Context: context.Background(), hook: func() {
@@ -72,7 +73,7 @@ func TestBreakerLeftClosedAsACallBegins(t *testing.T) {
 func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
 	t.Parallel()
 	const calls, probes = 200, 3
-	b, clk, once := breakerCase(t, retry.BreakerOptions{Probes: probes})
+	b, clk, once := breakerCase(t, guard.BreakerOptions{Probes: probes})
 	p := once
 	p.MaxAttempts = 3 // a retry never takes a probe
 	var begun, wg sync.WaitGroup
@@ -103,7 +104,7 @@ func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, probes, nSent)
 	assert.Equal(t, calls-probes, nRefused)
-	assert.Equal(t, retry.BreakerClosed, b.State())
+	assert.Equal(t, guard.BreakerClosed, b.State())
 }
 
 // A call that panics counts as nothing for the breaker, even after a
@@ -112,13 +113,13 @@ func TestBreakerLeftClosedProbeCountIsExact(t *testing.T) {
 // (TestBreakerPanickedProbeIsGivenBack).
 func TestBreakerPanickedCallCountsAsNothing(t *testing.T) {
 	t.Parallel()
-	b, _, p := breakerCase(t, retry.BreakerOptions{})
+	b, _, p := breakerCase(t, guard.BreakerOptions{})
 	p.MaxAttempts = 2
 	p.OnRetry = func(context.Context, retry.Attempt, time.Duration) { panic("boom") }
 	for range 8 {
 		require.Panics(t, func() { _, _ = retry.Do(context.Background(), failOp, p) })
 	}
-	assert.Equal(t, retry.BreakerClosed, b.State(), "8 calls that panicked after a failure")
+	assert.Equal(t, guard.BreakerClosed, b.State(), "8 calls that panicked after a failure")
 	p.OnRetry = nil
 	p.MaxAttempts = 1
 	open(t, b, p, 4)

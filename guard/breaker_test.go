@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,33 +19,33 @@ import (
 func TestNewBreakerRejectsBadOptions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		o    retry.BreakerOptions
+		o    guard.BreakerOptions
 		want string
 	}{
-		{retry.BreakerOptions{FailureRatio: 1.5}, "FailureRatio 1.5"},
-		{retry.BreakerOptions{FailureRatio: -0.5}, "FailureRatio -0.5"},
-		{retry.BreakerOptions{MinCalls: -1}, "MinCalls -1"},
-		{retry.BreakerOptions{Window: -time.Second}, "Window -1s"},
-		{retry.BreakerOptions{Window: time.Millisecond}, "Window 1ms is below"},
-		{retry.BreakerOptions{OpenFor: -time.Second}, "OpenFor -1s"},
-		{retry.BreakerOptions{Probes: -1}, "Probes -1"},
+		{guard.BreakerOptions{FailureRatio: 1.5}, "FailureRatio 1.5"},
+		{guard.BreakerOptions{FailureRatio: -0.5}, "FailureRatio -0.5"},
+		{guard.BreakerOptions{MinCalls: -1}, "MinCalls -1"},
+		{guard.BreakerOptions{Window: -time.Second}, "Window -1s"},
+		{guard.BreakerOptions{Window: time.Millisecond}, "Window 1ms is below"},
+		{guard.BreakerOptions{OpenFor: -time.Second}, "OpenFor -1s"},
+		{guard.BreakerOptions{Probes: -1}, "Probes -1"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			b, err := retry.NewBreaker(tc.o)
-			require.ErrorIs(t, err, retry.ErrInvalidPolicy)
+			b, err := guard.NewBreaker(tc.o)
+			require.ErrorIs(t, err, guard.ErrInvalidOptions)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Nil(t, b)
 		})
 	}
-	b, err := retry.NewBreaker(retry.BreakerOptions{})
+	b, err := guard.NewBreaker(guard.BreakerOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, retry.BreakerClosed, b.State())
+	assert.Equal(t, guard.BreakerClosed, b.State())
 }
 
 func TestBreakerStateString(t *testing.T) {
 	t.Parallel()
-	for s, want := range map[retry.BreakerState]string{
-		retry.BreakerClosed: "closed", retry.BreakerOpen: "open", retry.BreakerHalfOpen: "half-open", 7: "BreakerState(7)",
+	for s, want := range map[guard.BreakerState]string{
+		guard.BreakerClosed: "closed", guard.BreakerOpen: "open", guard.BreakerHalfOpen: "half-open", 7: "BreakerState(7)",
 	} {
 		assert.Equal(t, want, s.String())
 	}
@@ -53,7 +54,7 @@ func TestBreakerStateString(t *testing.T) {
 // breakerCase is a small breaker on a fake clock that moves only when the
 // test moves it: 4 calls at least, half of them failed, open for 10s, 2
 // probes. Its policy makes one attempt per call.
-func breakerCase(t *testing.T, o retry.BreakerOptions) (*retry.Breaker, *retrytest.Clock, retry.Policy) {
+func breakerCase(t *testing.T, o guard.BreakerOptions) (*guard.Breaker, *retrytest.Clock, retry.Policy) {
 	t.Helper()
 	clk := retrytest.NewClock()
 	o.Clock = clk
@@ -66,7 +67,7 @@ func breakerCase(t *testing.T, o retry.BreakerOptions) (*retry.Breaker, *retryte
 	if o.Probes == 0 {
 		o.Probes = 2
 	}
-	b, err := retry.NewBreaker(o)
+	b, err := guard.NewBreaker(o)
 	require.NoError(t, err)
 	return b, clk, retry.Policy{MaxAttempts: 1, Breaker: b, Clock: clk}
 }
@@ -77,12 +78,12 @@ var (
 )
 
 // open trips b with failed calls.
-func open(t *testing.T, b *retry.Breaker, p retry.Policy, calls int) {
+func open(t *testing.T, b *guard.Breaker, p retry.Policy, calls int) {
 	t.Helper()
 	for range calls {
 		_, _ = retry.Do(context.Background(), failOp, p)
 	}
-	require.Equal(t, retry.BreakerOpen, b.State())
+	require.Equal(t, guard.BreakerOpen, b.State())
 }
 
 func TestBreakerLifecycle(t *testing.T) {
@@ -90,21 +91,21 @@ func TestBreakerLifecycle(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		probes []error // the half-open round's outcomes
-		want   retry.BreakerState
+		want   guard.BreakerState
 	}{
-		{"all probes succeed: closed", []error{nil, nil}, retry.BreakerClosed},
-		{"one probe of two fails: open", []error{nil, errUnavailable}, retry.BreakerOpen},
-		{"first probe fails: open", []error{errUnavailable}, retry.BreakerOpen},
-		{"a 400 is a success", []error{retry.Permanent(errBadRequest), nil}, retry.BreakerClosed},
-		{"one probe succeeded, one still out: half-open", []error{nil}, retry.BreakerHalfOpen},
+		{"all probes succeed: closed", []error{nil, nil}, guard.BreakerClosed},
+		{"one probe of two fails: open", []error{nil, errUnavailable}, guard.BreakerOpen},
+		{"first probe fails: open", []error{errUnavailable}, guard.BreakerOpen},
+		{"a 400 is a success", []error{retry.Permanent(errBadRequest), nil}, guard.BreakerClosed},
+		{"one probe succeeded, one still out: half-open", []error{nil}, guard.BreakerHalfOpen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b, clk, p := breakerCase(t, retry.BreakerOptions{})
+			b, clk, p := breakerCase(t, guard.BreakerOptions{})
 			for range 3 {
 				_, _ = retry.Do(context.Background(), failOp, p)
 			}
-			require.Equal(t, retry.BreakerClosed, b.State(), "below MinCalls")
+			require.Equal(t, guard.BreakerClosed, b.State(), "below MinCalls")
 			open(t, b, p, 1)
 
 			var sent atomic.Int64
@@ -117,9 +118,9 @@ func TestBreakerLifecycle(t *testing.T) {
 			assert.Zero(t, clk.Pending(), "a refused call does not wait")
 
 			clk.Add(10*time.Second - 1)
-			assert.Equal(t, retry.BreakerOpen, b.State())
+			assert.Equal(t, guard.BreakerOpen, b.State())
 			clk.Add(1)
-			assert.Equal(t, retry.BreakerHalfOpen, b.State(), "half-open on time, with no call")
+			assert.Equal(t, guard.BreakerHalfOpen, b.State(), "half-open on time, with no call")
 
 			for i, perr := range tc.probes {
 				_, err := retry.Do(context.Background(), func(context.Context) error { return perr }, p)
@@ -132,7 +133,7 @@ func TestBreakerLifecycle(t *testing.T) {
 
 func TestBreakerHalfOpenAdmitsOnlyProbes(t *testing.T) {
 	t.Parallel()
-	b, clk, p := breakerCase(t, retry.BreakerOptions{})
+	b, clk, p := breakerCase(t, guard.BreakerOptions{})
 	open(t, b, p, 4)
 	clk.Add(10 * time.Second)
 	release, sent := make(chan struct{}), make(chan struct{}, 2)
@@ -150,10 +151,10 @@ func TestBreakerHalfOpenAdmitsOnlyProbes(t *testing.T) {
 	recv(t, sent, "probe 2")
 	_, err := retry.Do(context.Background(), succeedOp, p)
 	require.ErrorIs(t, err, retry.ErrBreakerOpen, "a third call while 2 probes are out")
-	assert.Equal(t, retry.BreakerHalfOpen, b.State())
+	assert.Equal(t, guard.BreakerHalfOpen, b.State())
 	close(release)
 	wg.Wait()
-	assert.Equal(t, retry.BreakerClosed, b.State())
+	assert.Equal(t, guard.BreakerClosed, b.State())
 }
 
 func TestBreakerCountsALogicalCallOnce(t *testing.T) {
@@ -161,14 +162,14 @@ func TestBreakerCountsALogicalCallOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		countAttempts bool
-		want          retry.BreakerState
+		want          guard.BreakerState
 	}{
-		{"calls", false, retry.BreakerClosed}, // 20 calls, all succeeded in the end
-		{"attempts", true, retry.BreakerOpen}, // 60 attempts, 40 failed
+		{"calls", false, guard.BreakerClosed}, // 20 calls, all succeeded in the end
+		{"attempts", true, guard.BreakerOpen}, // 60 attempts, 40 failed
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b, clk, p := breakerCase(t, retry.BreakerOptions{CountAttempts: tc.countAttempts})
+			b, clk, p := breakerCase(t, guard.BreakerOptions{CountAttempts: tc.countAttempts})
 			p.MaxAttempts = 3
 			p.Clock = retrytest.NewAutoClock()
 			_ = clk
@@ -188,7 +189,7 @@ func TestBreakerCountsALogicalCallOnce(t *testing.T) {
 
 func TestBreakerRetryNeverTakesAProbe(t *testing.T) {
 	t.Parallel()
-	b, clk, p := breakerCase(t, retry.BreakerOptions{Probes: 1})
+	b, clk, p := breakerCase(t, guard.BreakerOptions{Probes: 1})
 	open(t, b, p, 4)
 	clk.Add(10 * time.Second)
 	p.MaxAttempts = 3
@@ -203,14 +204,14 @@ func TestBreakerRetryNeverTakesAProbe(t *testing.T) {
 	require.ErrorIs(t, err, retry.ErrBreakerOpen)
 	require.ErrorIs(t, err, errUnavailable, "the probe's error is kept")
 	assert.EqualError(t, err, "retry: circuit breaker open after 1 attempt: "+errUnavailable.Error())
-	assert.Equal(t, retry.BreakerOpen, b.State(), "the failed probe reopened it")
+	assert.Equal(t, guard.BreakerOpen, b.State(), "the failed probe reopened it")
 }
 
 func TestBreakerRefusesRetriesOnceOpen(t *testing.T) {
 	t.Parallel()
 	// Calls that began while the breaker was closed stop retrying when it
 	// opens.
-	b, _, p := breakerCase(t, retry.BreakerOptions{})
+	b, _, p := breakerCase(t, guard.BreakerOptions{})
 	p.MaxAttempts, p.Clock = 5, retrytest.NewAutoClock()
 	var sent atomic.Int64
 	for range 4 {
@@ -218,7 +219,7 @@ func TestBreakerRefusesRetriesOnceOpen(t *testing.T) {
 	}
 	// The first call opened it: 4 failed calls needed (MinCalls), each
 	// trying 5 times only while the breaker was closed.
-	assert.Equal(t, retry.BreakerOpen, b.State())
+	assert.Equal(t, guard.BreakerOpen, b.State())
 	assert.Equal(t, int64(5*4), sent.Load())
 	_, err := retry.Do(context.Background(), outage(&sent), p)
 	require.ErrorIs(t, err, retry.ErrBreakerOpen)
@@ -227,7 +228,7 @@ func TestBreakerRefusesRetriesOnceOpen(t *testing.T) {
 
 func TestBreakerCanceledProbeIsGivenBack(t *testing.T) {
 	t.Parallel()
-	b, clk, p := breakerCase(t, retry.BreakerOptions{Probes: 1})
+	b, clk, p := breakerCase(t, guard.BreakerOptions{Probes: 1})
 	open(t, b, p, 4)
 	clk.Add(10 * time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -235,12 +236,12 @@ func TestBreakerCanceledProbeIsGivenBack(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = retry.Do(context.Background(), succeedOp, p)
 	require.NoError(t, err, "the canceled probe's slot went back")
-	assert.Equal(t, retry.BreakerClosed, b.State())
+	assert.Equal(t, guard.BreakerClosed, b.State())
 }
 
 func TestBreakerPanickedProbeIsGivenBack(t *testing.T) {
 	t.Parallel()
-	b, clk, p := breakerCase(t, retry.BreakerOptions{Probes: 1})
+	b, clk, p := breakerCase(t, guard.BreakerOptions{Probes: 1})
 	open(t, b, p, 4)
 	clk.Add(10 * time.Second)
 	require.Panics(t, func() {
@@ -248,13 +249,13 @@ func TestBreakerPanickedProbeIsGivenBack(t *testing.T) {
 	})
 	_, err := retry.Do(context.Background(), succeedOp, p)
 	require.NoError(t, err)
-	assert.Equal(t, retry.BreakerClosed, b.State())
+	assert.Equal(t, guard.BreakerClosed, b.State())
 }
 
 func TestBreakerProbeCountIsExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	for _, probes := range []int{1, 5} {
-		b, clk, p := breakerCase(t, retry.BreakerOptions{Probes: probes})
+		b, clk, p := breakerCase(t, guard.BreakerOptions{Probes: probes})
 		open(t, b, p, 4)
 		clk.Add(10 * time.Second)
 		p.MaxAttempts = 3
@@ -283,14 +284,14 @@ func TestBreakerProbeCountIsExactUnderConcurrency(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, probes, nSent, "1,000 calls racing a half-open breaker with %d probes", probes)
 		assert.Equal(t, 1000-probes, nRefused)
-		assert.Equal(t, retry.BreakerClosed, b.State())
+		assert.Equal(t, guard.BreakerClosed, b.State())
 	}
 }
 
 func TestBreakerErrorIsNotRetriedByAnOuterDo(t *testing.T) {
 	t.Parallel()
 	for _, nested := range []bool{false, true} {
-		b, _, inner := breakerCase(t, retry.BreakerOptions{})
+		b, _, inner := breakerCase(t, guard.BreakerOptions{})
 		open(t, b, inner, 4)
 		inner.RetryNested = nested
 		var outerCalls atomic.Int64
@@ -309,15 +310,15 @@ func TestBreakerErrorIsNotRetriedByAnOuterDo(t *testing.T) {
 func TestBreakerHedgeNeverTakesAProbe(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b, err := retry.NewBreaker(retry.BreakerOptions{MinCalls: 1, OpenFor: time.Second, Probes: 1})
+		b, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1, OpenFor: time.Second, Probes: 1})
 		require.NoError(t, err)
 		h := &retry.Hedger{Delay: 10 * time.Millisecond, MaxFraction: 1}
 		p := retry.Policy{Breaker: b}
 		_, err = retry.Hedge(context.Background(), h, failOp, retry.Policy{Breaker: b, MaxAttempts: 1})
 		require.ErrorIs(t, err, errUnavailable)
-		require.Equal(t, retry.BreakerOpen, b.State())
+		require.Equal(t, guard.BreakerOpen, b.State())
 		time.Sleep(time.Second)
-		require.Equal(t, retry.BreakerHalfOpen, b.State())
+		require.Equal(t, guard.BreakerHalfOpen, b.State())
 
 		var sent atomic.Int64
 		tr, err := retry.Hedge(context.Background(), h, func(ctx context.Context) error {
@@ -328,7 +329,7 @@ func TestBreakerHedgeNeverTakesAProbe(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), sent.Load(), "a hedge took a half-open breaker's probe")
 		assert.Equal(t, 1, tr.Attempts())
-		assert.Equal(t, retry.BreakerClosed, b.State())
+		assert.Equal(t, guard.BreakerClosed, b.State())
 
 		// Closed, the same call is hedged.
 		sent.Store(0)
@@ -347,7 +348,7 @@ func TestBreakerHedgeNeverTakesAProbe(t *testing.T) {
 
 func TestBreakerOpenRefusesHedge(t *testing.T) {
 	t.Parallel()
-	b, _, p := breakerCase(t, retry.BreakerOptions{})
+	b, _, p := breakerCase(t, guard.BreakerOptions{})
 	open(t, b, p, 4)
 	var sent atomic.Int64
 	tr, err := retry.Hedge(context.Background(), &retry.Hedger{}, outage(&sent), p)
@@ -360,20 +361,20 @@ func TestBreakerOpenRefusesHedge(t *testing.T) {
 func TestZeroBreakerAndThrottle(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b, th := &retry.Breaker{}, &retry.Throttle{}
+		b, th := &guard.Breaker{}, &guard.Throttle{}
 		p := retry.Policy{MaxAttempts: 1, Breaker: b, Throttle: th}
 		for range 20 { // MinCalls
 			_, err := retry.Do(context.Background(), failOp, p)
 			require.ErrorIs(t, err, errUnavailable)
 		}
-		assert.Equal(t, retry.BreakerOpen, b.State())
+		assert.Equal(t, guard.BreakerOpen, b.State())
 		assert.InDelta(t, 0.9, th.RejectProbability(), 1e-12)
 		time.Sleep(10 * time.Second) // OpenFor
-		assert.Equal(t, retry.BreakerHalfOpen, b.State())
+		assert.Equal(t, guard.BreakerHalfOpen, b.State())
 		for range 3 { // Probes
 			_, err := retry.Do(context.Background(), succeedOp, retry.Policy{Breaker: b})
 			require.NoError(t, err)
 		}
-		assert.Equal(t, retry.BreakerClosed, b.State())
+		assert.Equal(t, guard.BreakerClosed, b.State())
 	})
 }

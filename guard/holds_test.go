@@ -1,7 +1,8 @@
-package holds_test
+package guard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,43 +10,40 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stormguard/retry/internal/holds"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestHoldWaitClear(t *testing.T) {
 	t.Parallel()
-	var s holds.Set
+	var s guard.Holds
 	clk := retrytest.NewAutoClock()
 	start := clk.Now()
-	left, err := s.Wait(context.Background(), clk, "a", false)
+	left, err := waitHold(&s, context.Background(), clk, "a", false)
 	assert.Zero(t, left)
 	assert.NoError(t, err)
 
 	s.Hold("a", start, 2*time.Second)
 	s.Hold("a", start, time.Second) // a shorter one does not replace it
 	assert.True(t, s.Held())
-	left, err = s.Wait(context.Background(), clk, "b", false)
+	left, err = waitHold(&s, context.Background(), clk, "b", false)
 	assert.Zero(t, left, "another key is not held")
 	assert.NoError(t, err)
 	assert.Equal(t, start, clk.Now())
 
-	left, err = s.Wait(context.Background(), clk, "a", true)
+	left, err = waitHold(&s, context.Background(), clk, "a", true)
 	assert.Equal(t, 2*time.Second, left, "fail fast: how long is left")
 	assert.NoError(t, err)
 
 	ctx, cancel := clk.WithDeadline(context.Background(), start.Add(time.Second))
 	defer cancel()
-	left, err = s.Wait(ctx, clk, "a", false)
+	left, err = waitHold(&s, ctx, clk, "a", false)
 	assert.Equal(t, 2*time.Second, left, "cannot wait past the deadline")
 	assert.NoError(t, err)
 
-	left, err = s.Wait(context.Background(), clk, "a", false)
+	left, err = waitHold(&s, context.Background(), clk, "a", false)
 	assert.Zero(t, left)
 	assert.NoError(t, err)
 	assert.Equal(t, 2*time.Second, clk.Now().Sub(start), "the first after the hold is a probe: it goes at the end")
@@ -62,18 +60,18 @@ func TestHoldWaitClear(t *testing.T) {
 
 func TestSetIsBounded(t *testing.T) {
 	t.Parallel()
-	var s holds.Set
+	var s guard.Holds
 	now := time.Now()
-	for i := range 3 * holds.MaxKeys {
+	for i := range 3 * guard.HoldMaxKeys {
 		s.Hold(fmt.Sprint("k", i), now, time.Hour)
 	}
 	n := 0
-	for i := range 3 * holds.MaxKeys {
+	for i := range 3 * guard.HoldMaxKeys {
 		if !s.Until(fmt.Sprint("k", i)).IsZero() {
 			n++
 		}
 	}
-	assert.Equal(t, holds.MaxKeys, n)
+	assert.Equal(t, guard.HoldMaxKeys, n)
 }
 
 // When a hold lapses, a few probes go; the others wait for what the probes
@@ -83,7 +81,7 @@ func TestSetIsBounded(t *testing.T) {
 func TestLapsedHoldSendsProbesFirst(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var s holds.Set
+		var s guard.Holds
 		s.Hold("a", time.Now(), 4*time.Second)
 		var gone atomic.Int32
 		var mu sync.Mutex
@@ -92,7 +90,7 @@ func TestLapsedHoldSendsProbesFirst(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
-				left, err := s.Wait(context.Background(), nil, "a", false)
+				left, err := waitHold(&s, context.Background(), nil, "a", false)
 				assert.Zero(t, left)
 				assert.NoError(t, err)
 				gone.Add(1)
@@ -103,15 +101,15 @@ func TestLapsedHoldSendsProbesFirst(t *testing.T) {
 		}
 		time.Sleep(4 * time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(holds.Probes), gone.Load(), "the hold lapsed: only the probes went")
+		assert.Equal(t, int32(guard.HoldProbes), gone.Load(), "the hold lapsed: only the probes went")
 
 		s.Hold("a", time.Now(), 4*time.Second) // a probe's answer: still throttled
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(holds.Probes), gone.Load(), "renewed: the others wait again")
+		assert.Equal(t, int32(guard.HoldProbes), gone.Load(), "renewed: the others wait again")
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(2*holds.Probes), gone.Load(), "lapsed again: new probes")
+		assert.Equal(t, int32(2*guard.HoldProbes), gone.Load(), "lapsed again: new probes")
 
 		s.Clear("a", s.Epoch()) // a probe's answer: served
 		synctest.Wait()
@@ -130,13 +128,13 @@ func TestLapsedHoldSendsProbesFirst(t *testing.T) {
 func TestHoldWhoseProbesNeverAnswerEndsByTime(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var s holds.Set
+		var s guard.Holds
 		start := time.Now()
 		s.Hold("a", start, 8*time.Second)
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() {
-				_, err := s.Wait(context.Background(), nil, "a", false)
+				_, err := waitHold(&s, context.Background(), nil, "a", false)
 				assert.NoError(t, err)
 			})
 		}
@@ -150,13 +148,13 @@ func TestHoldWhoseProbesNeverAnswerEndsByTime(t *testing.T) {
 // abandons returns its cause.
 func TestHoldOnAFakeClock(t *testing.T) {
 	t.Parallel()
-	var s holds.Set
+	var s guard.Holds
 	clk := retrytest.NewClock()
 	s.Hold("a", clk.Now(), time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Wait(ctx, clk, "a", false)
+		_, err := waitHold(&s, ctx, clk, "a", false)
 		done <- err
 	}()
 	d := <-clk.Waits()
@@ -169,18 +167,32 @@ func TestHoldOnAFakeClock(t *testing.T) {
 func TestFailFastNeverWaitsForProbes(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var s holds.Set
+		var s guard.Holds
 		s.Hold("a", time.Now(), 4*time.Second)
 		time.Sleep(4 * time.Second)
-		for range holds.Probes {
-			left, err := s.Wait(context.Background(), nil, "a", true)
+		for range guard.HoldProbes {
+			left, err := waitHold(&s, context.Background(), nil, "a", true)
 			require.NoError(t, err)
 			assert.Zero(t, left, "a probe goes")
 		}
 		start := time.Now()
-		left, err := s.Wait(context.Background(), nil, "a", true)
+		left, err := waitHold(&s, context.Background(), nil, "a", true)
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, left, "the probes are out: held until they answer, or the spread ends")
 		assert.Zero(t, time.Since(start))
 	})
+}
+
+// waitHold is Holds.Wait, with a HeldError turned back into the time the
+// hold has left (and a nil error), so that the cases read as numbers.
+func waitHold(s *guard.Holds, ctx context.Context, clk guard.Clock, key string, failFast bool) (time.Duration, error) {
+	err := s.Wait(ctx, clk, key, failFast)
+	var held *guard.HeldError
+	if errors.As(err, &held) {
+		if !errors.Is(err, guard.ErrHeld) {
+			panic("a HeldError that does not match ErrHeld")
+		}
+		return held.Left, nil
+	}
+	return 0, err
 }

@@ -1,4 +1,4 @@
-package retry
+package guard
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stormguard/retry/internal/coarse"
-	"github.com/stormguard/retry/internal/guards"
 )
 
 // Defaults of a zero field of [ThrottleOptions].
@@ -58,9 +57,9 @@ type ThrottleOptions struct {
 // accepts); an overloaded one sees about K requests per request it
 // accepts, not the full offered load.
 //
-// [Do] asks it before every attempt, the first included: a refused attempt
-// is never sent, and Do stops with [StopThrottled] and an error matching
-// [ErrThrottled] and [ErrGaveUp]. An attempt counts as accepted unless the
+// retry.Do asks it before every attempt, the first included: a refused attempt
+// is never sent, and Do stops with retry.StopThrottled and an error matching
+// retry.ErrThrottled and retry.ErrGaveUp. An attempt counts as accepted unless the
 // Classifier would retry its error (a 429, a 503, UNAVAILABLE,
 // RESOURCE_EXHAUSTED, a timeout): a 400 is an accept, since the service did
 // its work. Share one Throttle per downstream service, like a [Budget].
@@ -104,13 +103,13 @@ type Throttle struct {
 func (t *Throttle) note(p float64) {
 	if on := p != 0; on != t.on.Load() && t.on.CompareAndSwap(!on, on) {
 		if ws := t.ws.Load(); ws != nil {
-			ws.tell(guards.Change{Key: t.key, On: on})
+			ws.tell(Change{Key: t.key, Shedding: on})
 		}
 	}
 }
 
 // NewThrottle returns a Throttle with the options o, or an error matching
-// [ErrInvalidPolicy] that names the first option that cannot be used.
+// [ErrInvalidOptions] that names the first option that cannot be used.
 func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	switch {
 	case math.IsNaN(o.K) || math.IsInf(o.K, 0) || o.K < 0 || o.K > 0 && o.K < 1:
@@ -184,7 +183,7 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 
 // allowSlow reports whether a request may be sent at ns (UnixNano), in
 // epoch e of the window, when the reject probability is not known to be
-// zero in e (guard.before tests that first, inline), and counts it if
+// zero in e (Call.Admit tests that first, inline), and counts it if
 // not; the draw (random) is made only when the probability is not zero.
 // A request sent is counted when its answer comes, with it, in the same
 // bucket (see answered): one atomic add per attempt, not two.

@@ -1,8 +1,7 @@
-package retry
+package guard
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"sync/atomic"
 )
@@ -13,7 +12,7 @@ const (
 	defaultBudgetRatio  = 0.1
 )
 
-// Budget limits retries across every [Do] that shares it, typically one
+// Budget limits retries across every retry.Do that shares it, typically one
 // Budget per downstream service, so that when that service is failing the
 // fleet stops multiplying its load. First attempts are never refused: a
 // Budget limits retries, not traffic.
@@ -25,27 +24,8 @@ const (
 // average it refuses retries once the share of failing attempts passes
 // tokenRatio/(1+tokenRatio): about 9% for a ratio of 0.1.
 //
-// # Sizing
-//
-// Below that threshold, maxTokens decides: failures come in random runs,
-// and a run that takes maxTokens/2 tokens before the successes give them
-// back refuses retries to a healthy service. For a failure rate f and
-// ratio r, the bucket drifts up by m = (1-f)·r - f tokens per attempt with
-// a variance of about v = f + (1-f)·r², and a run deep enough to refuse
-// comes with a chance of about exp(-maxTokens·m/v) each time the bucket
-// has been full. Take maxTokens of at least 7·v/m for the highest failure
-// rate that should still be retried; with r = 0.1 that is about 10 for
-// f = 5%, 50 for 8% and 100 for 8.5%. Measured on 10,000 calls of 4
-// attempts each (TestBudgetSizing, a fixed random source, mean of three
-// runs): at 8% failures,
-// NewBudget(10, 0.1) fails 177 calls that retries would have saved,
-// NewBudget(20, 0.1) 35, and NewBudget(50, 0.1) and NewBudget(100, 0.1)
-// none, as without a Budget; at 5%, NewBudget(10, 0.1) fails 3. At 20%
-// failures, past the threshold, every size cuts the attempts per call
-// from 1.25 to 1.00. The price of a larger bucket is a slower stop: a
-// dead service gets up to maxTokens/2 retries, across all the calls that
-// share the Budget, before it refuses the rest (10,000 calls make 1.0037
-// attempts each with NewBudget(100, 0.1), 1.0003 with NewBudget(10, 0.1)).
+// How to size maxTokens for the failure rate a service should still ride
+// out, with measurements, is in docs/budgets.md.
 //
 // A Budget cannot tell a dead network from a dying server: when every caller
 // that shares it fails at once, it refuses all retries after about
@@ -53,7 +33,8 @@ const (
 // downstream service, and leave riding out a short outage to the Policy's
 // attempts and MaxElapsed.
 //
-// The zero Budget is ready to use, as NewBudget(10, 0.1), the size of gRFC
+// The zero Budget is ready to use, as NewBudget(BudgetOptions{}): 10
+// tokens and a ratio of 0.1, the size of gRFC
 // A6's example: enough for a service that fails under about 5% of its
 // attempts. A Budget is safe
 // for concurrent use and takes no lock: when all is well, a success costs one
@@ -63,19 +44,44 @@ type Budget struct {
 	deficit          atomic.Uint64 // float64 bits of maxTokens − tokens, so that zero is a full bucket
 }
 
-// NewBudget returns a full Budget of maxTokens that gives back tokenRatio
-// per success. Both must be positive and finite, and tokenRatio at most
-// maxTokens.
-func NewBudget(maxTokens, tokenRatio float64) (*Budget, error) {
-	switch {
-	case !(maxTokens > 0) || math.IsInf(maxTokens, 0):
-		return nil, fmt.Errorf("retry: NewBudget: maxTokens %v is not a positive finite number", maxTokens)
-	case !(tokenRatio > 0) || math.IsInf(tokenRatio, 0):
-		return nil, fmt.Errorf("retry: NewBudget: tokenRatio %v is not a positive finite number", tokenRatio)
-	case tokenRatio > maxTokens:
-		return nil, fmt.Errorf("retry: NewBudget: tokenRatio %v is above maxTokens %v", tokenRatio, maxTokens)
+// BudgetOptions configures [NewBudget]. A zero field stands for the
+// default in brackets.
+type BudgetOptions struct {
+	// MaxTokens is the size of the bucket [10]; positive and finite.
+	MaxTokens float64
+	// TokenRatio is what a success gives back [0.1]; positive, finite and
+	// at most MaxTokens.
+	TokenRatio float64
+}
+
+// resolve validates o and fills its defaults.
+func (o BudgetOptions) resolve() (BudgetOptions, error) {
+	if o.MaxTokens == 0 {
+		o.MaxTokens = defaultBudgetTokens
 	}
-	return &Budget{maxTokens: maxTokens, ratio: tokenRatio}, nil
+	if o.TokenRatio == 0 {
+		o.TokenRatio = min(defaultBudgetRatio, o.MaxTokens)
+	}
+	switch {
+	case !(o.MaxTokens > 0) || math.IsInf(o.MaxTokens, 0):
+		return o, invalid("BudgetOptions.MaxTokens %v is not a positive finite number", o.MaxTokens)
+	case !(o.TokenRatio > 0) || math.IsInf(o.TokenRatio, 0):
+		return o, invalid("BudgetOptions.TokenRatio %v is not a positive finite number", o.TokenRatio)
+	case o.TokenRatio > o.MaxTokens:
+		return o, invalid("BudgetOptions.TokenRatio %v is above MaxTokens %v", o.TokenRatio, o.MaxTokens)
+	}
+	return o, nil
+}
+
+// NewBudget returns a full Budget with the options o, or an error
+// matching [ErrInvalidOptions] that names the first option that cannot be
+// used.
+func NewBudget(o BudgetOptions) (*Budget, error) {
+	o, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Budget{maxTokens: o.MaxTokens, ratio: o.TokenRatio}, nil
 }
 
 func (b *Budget) limits() (maxTokens, ratio float64) {
@@ -91,20 +97,21 @@ func (b *Budget) Tokens() float64 {
 	return maxTokens - math.Float64frombits(b.deficit.Load())
 }
 
-// allow reports whether a retry may go ahead.
-func (b *Budget) allow() bool {
+// AllowRetry reports whether a retry, or a hedge, may go ahead: whether the
+// bucket holds more than half its tokens. It is one atomic load.
+func (b *Budget) AllowRetry() bool {
 	maxTokens, _ := b.limits()
 	return math.Float64frombits(b.deficit.Load()) < maxTokens/2
 }
 
-// failed takes a token for a failed attempt.
-func (b *Budget) failed() {
+// Failed takes a token, for a failed attempt that a retry would help.
+func (b *Budget) Failed() {
 	maxTokens, _ := b.limits()
 	b.update(func(deficit float64) float64 { return min(deficit+1, maxTokens) })
 }
 
-// succeeded gives back a ratio of a token.
-func (b *Budget) succeeded() {
+// Succeeded gives back TokenRatio of a token, for a success.
+func (b *Budget) Succeeded() {
 	_, ratio := b.limits()
 	b.update(func(deficit float64) float64 { return max(deficit-ratio, 0) })
 }
@@ -134,7 +141,7 @@ const defaultBudgetKeys = 1024
 // bucket, which errs on the side of retrying. So traffic to any number of
 // keys (a webhook sender's user-supplied hosts) cannot grow its memory.
 //
-// The zero Budgets is ready to use, as NewBudgets(10, 0.1, 1024). A Budgets
+// The zero Budgets is ready to use, as NewBudgets(BudgetOptions{}, 1024). A Budgets
 // is safe for concurrent use.
 type Budgets struct {
 	maxTokens, ratio float64 // zero means the default; set only by NewBudgets
@@ -143,16 +150,18 @@ type Budgets struct {
 	k keyed[Budget]
 }
 
-// NewBudgets returns a Budgets whose Budgets hold maxTokens and give back
-// tokenRatio per success, as NewBudget's do, for at most maxKeys keys.
-func NewBudgets(maxTokens, tokenRatio float64, maxKeys int) (*Budgets, error) {
-	if _, err := NewBudget(maxTokens, tokenRatio); err != nil {
-		return nil, fmt.Errorf("retry: NewBudgets: %w", err)
+// NewBudgets returns a Budgets whose Budgets have the options o, as
+// NewBudget's do, for at most maxKeys keys; or an error
+// matching [ErrInvalidOptions].
+func NewBudgets(o BudgetOptions, maxKeys int) (*Budgets, error) {
+	o, err := o.resolve()
+	if err != nil {
+		return nil, err
 	}
 	if maxKeys <= 0 {
-		return nil, fmt.Errorf("retry: NewBudgets: maxKeys %d is not positive", maxKeys)
+		return nil, invalid("NewBudgets: maxKeys %d is not positive", maxKeys)
 	}
-	return &Budgets{maxTokens: maxTokens, ratio: tokenRatio, maxKeys: maxKeys}, nil
+	return &Budgets{maxTokens: o.MaxTokens, ratio: o.TokenRatio, maxKeys: maxKeys}, nil
 }
 
 // Get returns the Budget of key, made on first use.

@@ -1,4 +1,4 @@
-package retry
+package guard
 
 import "time"
 
@@ -7,3 +7,8 @@ import "time"
 func (t *Throttle) CountForTest(at time.Time, requests, accepts uint64) {
 	t.w.add(at, t.bucketWidth(), requests, accepts)
 }
+
+// The bounds of a Holds, for its tests.
+const (
+	HoldMaxKeys = maxHoldKeys
+)

@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,13 +14,13 @@ import (
 
 func TestNewBreakersAndThrottlesRejectBadArguments(t *testing.T) {
 	t.Parallel()
-	_, err := retry.NewBreakers(retry.BreakerOptions{Probes: -1}, 10)
-	assert.ErrorIs(t, err, retry.ErrInvalidPolicy)
-	_, err = retry.NewBreakers(retry.BreakerOptions{}, 0)
+	_, err := guard.NewBreakers(guard.BreakerOptions{Probes: -1}, 10)
+	assert.ErrorIs(t, err, guard.ErrInvalidOptions)
+	_, err = guard.NewBreakers(guard.BreakerOptions{}, 0)
 	assert.ErrorContains(t, err, "maxKeys 0")
-	_, err = retry.NewThrottles(retry.ThrottleOptions{K: 0.5}, 10)
-	assert.ErrorIs(t, err, retry.ErrInvalidPolicy)
-	_, err = retry.NewThrottles(retry.ThrottleOptions{}, -1)
+	_, err = guard.NewThrottles(guard.ThrottleOptions{K: 0.5}, 10)
+	assert.ErrorIs(t, err, guard.ErrInvalidOptions)
+	_, err = guard.NewThrottles(guard.ThrottleOptions{}, -1)
 	assert.ErrorContains(t, err, "maxKeys -1")
 }
 
@@ -28,7 +29,7 @@ func TestNewBreakersAndThrottlesRejectBadArguments(t *testing.T) {
 func TestBreakersIsolateKeys(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 4, Clock: clk}, 10)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 4, Clock: clk}, 10)
 	require.NoError(t, err)
 	a, b := bs.Get("a"), bs.Get("b")
 	require.Same(t, a, bs.Get("a"))
@@ -38,8 +39,8 @@ func TestBreakersIsolateKeys(t *testing.T) {
 		_, err := retry.Do(context.Background(), succeedOp, retry.Policy{MaxAttempts: 1, Breaker: b, Clock: clk})
 		require.NoError(t, err)
 	}
-	assert.Equal(t, retry.BreakerOpen, a.State())
-	assert.Equal(t, retry.BreakerClosed, b.State())
+	assert.Equal(t, guard.BreakerOpen, a.State())
+	assert.Equal(t, guard.BreakerClosed, b.State())
 
 	var keys []string
 	for k, br := range bs.All() {
@@ -47,8 +48,8 @@ func TestBreakersIsolateKeys(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a=open", "b=closed"}, keys)
 
-	var zero retry.Breakers
-	assert.Equal(t, retry.BreakerClosed, zero.Get("x").State(), "the zero Breakers is ready")
+	var zero guard.Breakers
+	assert.Equal(t, guard.BreakerClosed, zero.Get("x").State(), "the zero Breakers is ready")
 }
 
 // A full Breakers forgets a closed breaker before an open one, so that an
@@ -56,11 +57,11 @@ func TestBreakersIsolateKeys(t *testing.T) {
 func TestBreakersBoundedForgetClosedFirst(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	bs, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 1, Clock: clk}, 4)
+	bs, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 1, Clock: clk}, 4)
 	require.NoError(t, err)
 	down := bs.Get("down")
 	_, _ = retry.Do(context.Background(), failOp, retry.Policy{MaxAttempts: 1, Breaker: down, Clock: clk})
-	require.Equal(t, retry.BreakerOpen, down.State())
+	require.Equal(t, guard.BreakerOpen, down.State())
 	for i := range 100 {
 		bs.Get(fmt.Sprint("host", i))
 		n := 0
@@ -77,7 +78,7 @@ func TestBreakersBoundedForgetClosedFirst(t *testing.T) {
 func TestThrottlesIsolateKeys(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	ts, err := retry.NewThrottles(retry.ThrottleOptions{Clock: clk}, 3)
+	ts, err := guard.NewThrottles(guard.ThrottleOptions{Clock: clk}, 3)
 	require.NoError(t, err)
 	a, b := ts.Get("a"), ts.Get("b")
 	require.Same(t, a, ts.Get("a"))
@@ -97,6 +98,6 @@ func TestThrottlesIsolateKeys(t *testing.T) {
 	}
 	assert.Equal(t, 3, n)
 
-	var zero retry.Throttles
+	var zero guard.Throttles
 	assert.Zero(t, zero.Get("x").RejectProbability(), "the zero Throttles is ready")
 }

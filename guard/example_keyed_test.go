@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // Breakers keeps one Breaker per downstream host: the host that is down
 // fails fast, and the others are not touched.
 func ExampleBreakers() {
-	breakers, err := retry.NewBreakers(retry.BreakerOptions{MinCalls: 3}, 1000)
+	breakers, err := guard.NewBreakers(guard.BreakerOptions{MinCalls: 3}, 1000)
 	if err != nil {
 		panic(err)
 	}
@@ -39,7 +40,7 @@ func ExampleBreakers() {
 // Throttles keeps one Throttle per downstream host: one host's overload
 // sheds only the requests to it.
 func ExampleThrottles() {
-	throttles, err := retry.NewThrottles(retry.ThrottleOptions{}, 1000)
+	throttles, err := guard.NewThrottles(guard.ThrottleOptions{}, 1000)
 	if err != nil {
 		panic(err)
 	}

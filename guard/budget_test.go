@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,26 +20,35 @@ import (
 func TestNewBudgetRejectsBadArguments(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ maxTokens, ratio float64 }{
-		{0, 0.1}, {-1, 0.1}, {math.NaN(), 0.1}, {math.Inf(1), 0.1},
-		{10, 0}, {10, -0.1}, {10, math.NaN()}, {10, math.Inf(1)},
-		{10, 11},
+		{-1, 0.1}, {math.NaN(), 0.1}, {math.Inf(1), 0.1},
+		{10, -0.1}, {10, math.NaN()}, {10, math.Inf(1)},
+		{10, 11}, {0.05, 0}, // a default ratio of 0.1 above a bucket of 0.05 is clamped: 0.05 is allowed
 	}
-	for _, c := range cases {
-		b, err := retry.NewBudget(c.maxTokens, c.ratio)
-		assert.Error(t, err, "NewBudget(%v, %v)", c.maxTokens, c.ratio)
+	for _, c := range cases[:len(cases)-1] {
+		b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: c.maxTokens, TokenRatio: c.ratio})
+		assert.ErrorIs(t, err, guard.ErrInvalidOptions, "NewBudget(%v, %v)", c.maxTokens, c.ratio)
 		assert.Nil(t, b)
 	}
-	_, err := retry.NewBudget(10, 11)
-	assert.EqualError(t, err, "retry: NewBudget: tokenRatio 11 is above maxTokens 10")
-	b, err := retry.NewBudget(10, 10)
+	_, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 11})
+	assert.EqualError(t, err, "guard: invalid options: BudgetOptions.TokenRatio 11 is above MaxTokens 10")
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 10})
 	require.NoError(t, err)
 	assert.Equal(t, 10.0, b.Tokens())
+	// A zero field is its default, as in every Options of this package.
+	b, err = guard.NewBudget(guard.BudgetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 10.0, b.Tokens(), "the default bucket")
+	b, err = guard.NewBudget(guard.BudgetOptions{MaxTokens: 0.05})
+	require.NoError(t, err, "the default ratio is clamped to a small bucket")
+	b.Failed()
+	b.Succeeded()
+	assert.InDelta(t, 0.05, b.Tokens(), 1e-12)
 }
 
 // attemptsPerCall runs calls sequential Do calls of op, each with up to four
 // attempts, and returns the mean attempts per call and the share of calls
 // that succeeded in the end. Time is synctest's, so the waits cost nothing.
-func attemptsPerCall(t *testing.T, calls int, op func(context.Context) error, b *retry.Budget) (attempts, success float64) {
+func attemptsPerCall(t *testing.T, calls int, op func(context.Context) error, b *guard.Budget) (attempts, success float64) {
 	t.Helper()
 	var total, ok int
 	synctest.Test(t, func(t *testing.T) {
@@ -59,7 +69,7 @@ func TestBudgetStopsRetriesAgainstADeadService(t *testing.T) {
 	without, _ := attemptsPerCall(t, 10000, down, nil)
 	assert.Equal(t, 4.0, without)
 
-	b, err := retry.NewBudget(10, 0.1)
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	require.NoError(t, err)
 	with, _ := attemptsPerCall(t, 10000, down, b)
 	assert.LessOrEqual(t, with, 1.01, "attempts per call with a budget")
@@ -79,7 +89,7 @@ func TestBudgetBarelyBindsAtFivePercentFailures(t *testing.T) {
 		}
 	}
 	_, without := attemptsPerCall(t, 10000, flaky(5), nil)
-	b, err := retry.NewBudget(10, 0.1)
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
 	require.NoError(t, err)
 	_, with := attemptsPerCall(t, 10000, flaky(5), b)
 	assert.InDelta(t, without, with, 0.005, "final success rate %.4f with the budget, %.4f without", with, without)
@@ -87,7 +97,7 @@ func TestBudgetBarelyBindsAtFivePercentFailures(t *testing.T) {
 
 func TestBudgetRefusalIsReportedAndKeepsTheLastError(t *testing.T) {
 	t.Parallel()
-	b, err := retry.NewBudget(2, 0.1) // a retry needs more than 1 token
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 2, TokenRatio: 0.1}) // a retry needs more than 1 token
 	require.NoError(t, err)
 	op := retrytest.Always(errUnavailable)
 	tr, err := retrytest.Do(context.Background(), op.Call, retry.Policy{Budget: b})
@@ -100,7 +110,7 @@ func TestBudgetRefusalIsReportedAndKeepsTheLastError(t *testing.T) {
 
 func TestBudgetNeverRefusesAFirstAttempt(t *testing.T) {
 	t.Parallel()
-	var b retry.Budget // the zero Budget: 10 tokens, ratio 0.1
+	var b guard.Budget // the zero Budget: 10 tokens, ratio 0.1
 	for range 20 {
 		_, _ = retrytest.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{Budget: &b})
 	}
@@ -114,7 +124,7 @@ func TestBudgetNeverRefusesAFirstAttempt(t *testing.T) {
 
 func TestBudgetRefillsToItsCap(t *testing.T) {
 	t.Parallel()
-	var b retry.Budget
+	var b guard.Budget
 	_, _ = retrytest.Do(context.Background(), retrytest.Always(errUnavailable).Call, retry.Policy{MaxAttempts: 3, Budget: &b})
 	assert.InDelta(t, 7, b.Tokens(), 1e-9, "three failed attempts take three tokens")
 	for range 100 {
@@ -125,7 +135,7 @@ func TestBudgetRefillsToItsCap(t *testing.T) {
 
 func TestPermanentErrorsDoNotDrainTheBudget(t *testing.T) {
 	t.Parallel()
-	var b retry.Budget
+	var b guard.Budget
 	for range 50 {
 		_, err := retry.Do(context.Background(), retrytest.Always(retry.Permanent(errBadRequest)).Call, retry.Policy{Budget: &b})
 		require.ErrorIs(t, err, errBadRequest)
@@ -135,7 +145,7 @@ func TestPermanentErrorsDoNotDrainTheBudget(t *testing.T) {
 
 func TestBudgetUnderConcurrentUse(t *testing.T) {
 	t.Parallel()
-	b, err := retry.NewBudget(100, 0.5)
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 100, TokenRatio: 0.5})
 	require.NoError(t, err)
 	synctest.Test(t, func(t *testing.T) {
 		var wg sync.WaitGroup
@@ -167,9 +177,9 @@ func TestNewBudgetsRejectsBadArguments(t *testing.T) {
 	for _, c := range []struct {
 		tokens, ratio float64
 		keys          int
-	}{{0, 0.1, 10}, {10, -1, 10}, {10, 0.1, 0}, {10, 0.1, -3}} {
-		_, err := retry.NewBudgets(c.tokens, c.ratio, c.keys)
-		assert.Error(t, err, "NewBudgets(%v, %v, %d)", c.tokens, c.ratio, c.keys)
+	}{{-1, 0.1, 10}, {10, -1, 10}, {10, 0.1, 0}, {10, 0.1, -3}} {
+		_, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: c.tokens, TokenRatio: c.ratio}, c.keys)
+		assert.ErrorIs(t, err, guard.ErrInvalidOptions, "NewBudgets(%v, %v, %d)", c.tokens, c.ratio, c.keys)
 	}
 }
 
@@ -177,7 +187,7 @@ func TestNewBudgetsRejectsBadArguments(t *testing.T) {
 // holds no more than maxKeys: no traffic pattern can grow it.
 func TestBudgetsKeepsOneBudgetPerKeyWithinItsBound(t *testing.T) {
 	t.Parallel()
-	bs, err := retry.NewBudgets(4, 0.5, 3)
+	bs, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 0.5}, 3)
 	require.NoError(t, err)
 	a := bs.Get("a")
 	assert.Same(t, a, bs.Get("a"))
@@ -193,14 +203,14 @@ func TestBudgetsKeepsOneBudgetPerKeyWithinItsBound(t *testing.T) {
 	}
 	assert.Equal(t, 4.0, bs.Get("a").Tokens(), "a forgotten key comes back with a full bucket")
 
-	var zero retry.Budgets
+	var zero guard.Budgets
 	assert.Equal(t, 10.0, zero.Get("x").Tokens(), "the zero Budgets is NewBudgets(10, 0.1, 1024)")
 }
 
 // A Budgets bounded at maxKeys never holds more, whatever the keys.
 func TestBudgetsMemoryIsBounded(t *testing.T) {
 	t.Parallel()
-	bs, err := retry.NewBudgets(4, 0.5, 8)
+	bs, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 0.5}, 8)
 	require.NoError(t, err)
 	first := bs.Get("first")
 	for i := range 1000 {

@@ -1,4 +1,4 @@
-package retry
+package guard
 
 import (
 	"cmp"
@@ -112,7 +112,7 @@ type Breakers struct {
 
 // NewBreakers returns a Breakers whose Breakers have the options o, as
 // NewBreaker's do, for at most maxKeys keys; or an error matching
-// [ErrInvalidPolicy].
+// [ErrInvalidOptions].
 func NewBreakers(o BreakerOptions, maxKeys int) (*Breakers, error) {
 	if _, err := NewBreaker(o); err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func NewBreakers(o BreakerOptions, maxKeys int) (*Breakers, error) {
 
 // Get returns the Breaker of key, made on first use.
 func (bs *Breakers) Get(key string) *Breaker {
-	return bs.k.get(key, cmp.Or(bs.maxKeys, defaultGuardKeys), bs.make, func(b *Breaker) bool { return b.allowRetry() })
+	return bs.k.get(key, cmp.Or(bs.maxKeys, defaultGuardKeys), bs.make, func(b *Breaker) bool { return b.AllowRetry() })
 }
 
 func (bs *Breakers) make(key string) *Breaker {
@@ -169,7 +169,7 @@ type Throttles struct {
 
 // NewThrottles returns a Throttles whose Throttles have the options o, as
 // NewThrottle's do, for at most maxKeys keys; or an error matching
-// [ErrInvalidPolicy].
+// [ErrInvalidOptions].
 func NewThrottles(o ThrottleOptions, maxKeys int) (*Throttles, error) {
 	if _, err := NewThrottle(o); err != nil {
 		return nil, err
@@ -203,3 +203,18 @@ func (ts *Throttles) make(key string) *Throttle {
 // All yields the keys held when it is ranged over, in order, with their
 // Throttles: for metrics and debug pages.
 func (ts *Throttles) All() iter.Seq2[string, *Throttle] { return ts.k.all() }
+
+// Keyed is how every integration takes guards per key (retry.Policy's
+// WithGuards fills a Policy from it): retryhttp per
+// origin, retrygrpc per target, the outbox per kind of op. Each set, when
+// not nil, gives each key a guard of its own for a Policy that has none,
+// so that one key's trouble does not spend the others' retries, open
+// their breaker or shed their attempts. Holds, when set, is shared with
+// whatever else is given it (a Transport and an outbox over it); when nil,
+// each integration keeps holds of its own. The zero Keyed adds nothing.
+type Keyed struct {
+	Budgets   *Budgets
+	Breakers  *Breakers
+	Throttles *Throttles
+	Holds     *Holds
+}

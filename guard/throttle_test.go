@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,26 +18,26 @@ import (
 func TestNewThrottleRejectsBadOptions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		o    retry.ThrottleOptions
+		o    guard.ThrottleOptions
 		want string
 	}{
-		{retry.ThrottleOptions{K: 0.5}, "K 0.5"},
-		{retry.ThrottleOptions{K: -1}, "K -1"},
-		{retry.ThrottleOptions{Window: -time.Second}, "Window -1s"},
-		{retry.ThrottleOptions{Window: time.Millisecond}, "Window 1ms is below"},
-		{retry.ThrottleOptions{MinRequests: -1}, "MinRequests -1"},
-		{retry.ThrottleOptions{MaxReject: 1.5}, "MaxReject 1.5"},
-		{retry.ThrottleOptions{MaxReject: -0.1}, "MaxReject -0.1"},
+		{guard.ThrottleOptions{K: 0.5}, "K 0.5"},
+		{guard.ThrottleOptions{K: -1}, "K -1"},
+		{guard.ThrottleOptions{Window: -time.Second}, "Window -1s"},
+		{guard.ThrottleOptions{Window: time.Millisecond}, "Window 1ms is below"},
+		{guard.ThrottleOptions{MinRequests: -1}, "MinRequests -1"},
+		{guard.ThrottleOptions{MaxReject: 1.5}, "MaxReject 1.5"},
+		{guard.ThrottleOptions{MaxReject: -0.1}, "MaxReject -0.1"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			th, err := retry.NewThrottle(tc.o)
-			require.ErrorIs(t, err, retry.ErrInvalidPolicy)
+			th, err := guard.NewThrottle(tc.o)
+			require.ErrorIs(t, err, guard.ErrInvalidOptions)
 			assert.ErrorContains(t, err, tc.want)
 			assert.Nil(t, th)
 		})
 	}
-	for _, o := range []retry.ThrottleOptions{{}, {K: 1, Window: time.Second, MinRequests: 1, MaxReject: 1}} {
-		_, err := retry.NewThrottle(o)
+	for _, o := range []guard.ThrottleOptions{{}, {K: 1, Window: time.Second, MinRequests: 1, MaxReject: 1}} {
+		_, err := guard.NewThrottle(o)
 		assert.NoError(t, err, "NewThrottle(%+v)", o)
 	}
 }
@@ -45,24 +46,24 @@ func TestThrottleRejectProbabilityIsTheSREFormula(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name              string
-		o                 retry.ThrottleOptions
+		o                 guard.ThrottleOptions
 		requests, accepts uint64
 		want              float64
 	}{
-		{"empty", retry.ThrottleOptions{}, 0, 0, 0},
-		{"below MinRequests", retry.ThrottleOptions{}, 19, 0, 0},
-		{"all rejected, capped at MaxReject", retry.ThrottleOptions{}, 20, 0, 0.9},
-		{"healthy", retry.ThrottleOptions{}, 1000, 1000, 0},
-		{"K accepts per request: none shed", retry.ThrottleOptions{}, 1000, 500, 0},
-		{"overload", retry.ThrottleOptions{}, 1000, 250, (1000 - 2*250) / 1001.0},
-		{"K 1.5", retry.ThrottleOptions{K: 1.5}, 1000, 500, (1000 - 1.5*500) / 1001.0},
-		{"MaxReject 1", retry.ThrottleOptions{MaxReject: 1}, 100, 0, 100 / 101.0},
-		{"MinRequests 5", retry.ThrottleOptions{MinRequests: 5}, 5, 0, 5 / 6.0},
+		{"empty", guard.ThrottleOptions{}, 0, 0, 0},
+		{"below MinRequests", guard.ThrottleOptions{}, 19, 0, 0},
+		{"all rejected, capped at MaxReject", guard.ThrottleOptions{}, 20, 0, 0.9},
+		{"healthy", guard.ThrottleOptions{}, 1000, 1000, 0},
+		{"K accepts per request: none shed", guard.ThrottleOptions{}, 1000, 500, 0},
+		{"overload", guard.ThrottleOptions{}, 1000, 250, (1000 - 2*250) / 1001.0},
+		{"K 1.5", guard.ThrottleOptions{K: 1.5}, 1000, 500, (1000 - 1.5*500) / 1001.0},
+		{"MaxReject 1", guard.ThrottleOptions{MaxReject: 1}, 100, 0, 100 / 101.0},
+		{"MinRequests 5", guard.ThrottleOptions{MinRequests: 5}, 5, 0, 5 / 6.0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := retrytest.NewClock()
 			tc.o.Clock = clk
-			th, err := retry.NewThrottle(tc.o)
+			th, err := guard.NewThrottle(tc.o)
 			require.NoError(t, err)
 			th.CountForTest(clk.Now(), tc.requests, tc.accepts)
 			assert.InDelta(t, tc.want, th.RejectProbability(), 1e-12,
@@ -74,7 +75,7 @@ func TestThrottleRejectProbabilityIsTheSREFormula(t *testing.T) {
 func TestThrottleWindowSlides(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, Window: time.Minute})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk, Window: time.Minute})
 	require.NoError(t, err)
 	th.CountForTest(clk.Now(), 100, 0)
 	// The window forgets a sixteenth at a time: what is 56.25s old
@@ -96,7 +97,7 @@ func outage(calls *atomic.Int64) func(context.Context) error {
 func TestThrottleShedsFirstAttemptsInAnOutage(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
 	require.NoError(t, err)
 	p := retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk}
 	var sent atomic.Int64
@@ -122,7 +123,7 @@ func TestThrottleShedsFirstAttemptsInAnOutage(t *testing.T) {
 func TestThrottleCountsAnErrorNotRetriedAsAccepted(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewClock()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
 	require.NoError(t, err)
 	p := retry.Policy{Throttle: th, Clock: clk}
 	sent := 0
@@ -140,7 +141,7 @@ func TestThrottleCountsAnErrorNotRetriedAsAccepted(t *testing.T) {
 func TestThrottleIsAskedBeforeEveryRetry(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewAutoClock()
-	th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, MinRequests: 1, MaxReject: 1})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk, MinRequests: 1, MaxReject: 1})
 	require.NoError(t, err)
 	// Every attempt fails: from the second on, the probability is
 	// (n−1)/n, so a 100-attempt call is cut short long before its end.
@@ -169,7 +170,7 @@ func TestThrottleRandDecidesRefusals(t *testing.T) {
 	run := func(seed uint64) []bool {
 		clk := retrytest.NewClock()
 		rng := rand.New(rand.NewPCG(seed, 1))
-		th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, Rand: rng.Float64})
+		th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk, Rand: rng.Float64})
 		require.NoError(t, err)
 		p := retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk}
 		var sent atomic.Int64
@@ -189,7 +190,7 @@ func TestThrottleRandDecidesRefusals(t *testing.T) {
 		refused int
 	}{{0, 480}, {0.95, 0}} { // after MinRequests (20): always under p, never under MaxReject
 		clk := retrytest.NewClock()
-		th, err := retry.NewThrottle(retry.ThrottleOptions{Clock: clk, Rand: func() float64 { return tc.draw }})
+		th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk, Rand: func() float64 { return tc.draw }})
 		require.NoError(t, err)
 		var sent atomic.Int64
 		n := 0

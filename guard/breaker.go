@@ -1,4 +1,4 @@
-package retry
+package guard
 
 import (
 	"math"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stormguard/retry/internal/coarse"
-	"github.com/stormguard/retry/internal/guards"
 )
 
 // Defaults of a zero field of [BreakerOptions].
@@ -72,7 +71,7 @@ func (s BreakerState) String() string {
 	return "BreakerState(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Breaker is a circuit breaker that [Do] consults: it fails calls fast
+// Breaker is a circuit breaker that retry.Do consults: it fails calls fast
 // while the service behind it is down, instead of sending each of them
 // there first.
 //
@@ -84,13 +83,13 @@ func (s BreakerState) String() string {
 // fails. A call fails, for the breaker, when it ends on an error the
 // Classifier would retry; a success and an error it would not retry (a
 // 400: the service answered) count as successes, and a call cut short by
-// its caller's ctx, or by a panic in [Do], counts as nothing (a probe so
+// its caller's ctx, or by a panic in retry.Do, counts as nothing (a probe so
 // ended is given back).
 //
 // A refused call is never sent, never waits, and stops with
-// [StopBreakerOpen] and an error matching [ErrBreakerOpen] and
-// [ErrGaveUp]. That error is marked [Permanent], so that neither this Do
-// nor an outer one with the [DefaultClassifier] retries it. A retry or a
+// retry.StopBreakerOpen and an error matching retry.ErrBreakerOpen and
+// retry.ErrGaveUp. That error is marked retry.Permanent, so that neither this Do
+// nor an outer one with the retry.DefaultClassifier retries it. A retry or a
 // hedge never takes a probe: while the breaker is not closed, a call's
 // retries and hedges are refused rather than sent. A logical call counts
 // once, whatever its retries (see [BreakerOptions.CountAttempts]).
@@ -144,11 +143,11 @@ func (b *Breaker) changed(s, next uint64) {
 	if BreakerState(next&3) == BreakerOpen {
 		afterFunc(b.clk, time.Unix(0, b.openUntil.Load()), func() { b.State() })
 	}
-	ws.tell(guards.Change{Key: b.key, Breaker: true, From: uint8(s & 3), To: uint8(next & 3)})
+	ws.tell(Change{Key: b.key, Breaker: true, From: BreakerState(s & 3), To: BreakerState(next & 3)})
 }
 
 // NewBreaker returns a closed Breaker with the options o, or an error
-// matching [ErrInvalidPolicy] that names the first option that cannot be
+// matching [ErrInvalidOptions] that names the first option that cannot be
 // used.
 func NewBreaker(o BreakerOptions) (*Breaker, error) {
 	switch {
@@ -219,6 +218,16 @@ func (b *Breaker) State() BreakerState {
 		s = b.halfOpen(s)
 	}
 	return BreakerState(s & 3)
+}
+
+// HalfOpensAt returns when an open breaker lets probes through again, or
+// the zero time if it is not open: the time to come back for a caller
+// that waits rather than fails (a durable outbox).
+func (b *Breaker) HalfOpensAt() time.Time {
+	if BreakerState(b.state.Load()&3) != BreakerOpen {
+		return time.Time{}
+	}
+	return time.Unix(0, b.openUntil.Load())
 }
 
 // halfOpen moves the breaker from the open state s to half-open, if it is
@@ -312,25 +321,18 @@ func (b *Breaker) giveBack(s uint64) {
 	b.mu.Unlock()
 }
 
-// allowRetry reports whether a call may send another attempt (a retry or
-// a hedge): only while the breaker is closed.
-func (b *Breaker) allowRetry() bool {
+// AllowRetry reports whether a call may send another attempt (a retry or
+// a hedge): only while the breaker is closed. It is one atomic load.
+func (b *Breaker) AllowRetry() bool {
 	return BreakerState(b.state.Load()&3) == BreakerClosed
 }
-
-// The outcomes of a call or an attempt, for the breaker.
-const (
-	outcomeNone    = iota // canceled by the caller, or never sent: counts as nothing
-	outcomeSuccess        // success, or an error the Classifier would not retry
-	outcomeFailure        // an error the Classifier would retry
-)
 
 // record counts one outcome of a call admitted with tk, at ns (UnixNano)
 // if it is not zero: a time the caller read on the breaker's clock, which
 // saves a read. A success of a closed breaker's call, the hot path, is one
-// atomic load and one atomic add into a bucket (guard.succeeded has a copy).
-func (b *Breaker) record(tk ticket, outcome int8, ns int64) {
-	if outcome != outcomeSuccess || tk.probe {
+// atomic load and one atomic add into a bucket (Call.Succeeded has a copy).
+func (b *Breaker) record(tk ticket, outcome Outcome, ns int64) {
+	if outcome != OutcomeSuccess || tk.probe {
 		b.recordSlow(tk, outcome, ns)
 		return
 	}
@@ -353,21 +355,21 @@ func (b *Breaker) bucketWidth() int64 {
 }
 
 // recordSlow is record for a probe or a call that did not succeed.
-func (b *Breaker) recordSlow(tk ticket, outcome int8, ns int64) {
+func (b *Breaker) recordSlow(tk ticket, outcome Outcome, ns int64) {
 	if tk.probe {
 		switch outcome {
-		case outcomeNone:
+		case OutcomeNone:
 			b.giveBack(tk.state)
-		case outcomeSuccess:
+		case OutcomeSuccess:
 			if b.state.Load() == tk.state && b.probesOK.Add(1) >= b.params().probes {
 				b.moveFrom(tk.state, BreakerClosed, time.Time{})
 			}
-		case outcomeFailure:
+		case OutcomeFailure:
 			b.moveFrom(tk.state, BreakerOpen, b.now())
 		}
 		return
 	}
-	if outcome == outcomeNone || b.state.Load() != tk.state {
+	if outcome == OutcomeNone || b.state.Load() != tk.state {
 		return // the breaker has moved on since this call began
 	}
 	at := time.Unix(0, ns)

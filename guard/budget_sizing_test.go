@@ -1,4 +1,4 @@
-package retry_test
+package guard_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +27,7 @@ func flakyAt(f float64, seed uint64) func(context.Context) error {
 // failedCalls runs 10,000 calls of 4 attempts against a service whose
 // attempts fail at rate f, sharing b (nil: no Budget), and returns how many
 // calls failed and the attempts per call.
-func failedCalls(t *testing.T, f float64, seed uint64, b *retry.Budget) (failed int, attempts float64) {
+func failedCalls(t *testing.T, f float64, seed uint64, b *guard.Budget) (failed int, attempts float64) {
 	t.Helper()
 	attempts, success := attemptsPerCall(t, 10000, flakyAt(f, seed), b)
 	return int(10000*(1-success) + 0.5), attempts
@@ -56,10 +56,10 @@ func TestBudgetSizing(t *testing.T) {
 	for _, f := range rates {
 		for _, size := range append([]float64{0}, sizes...) {
 			for seed := range uint64(seeds) {
-				var b *retry.Budget
+				var b *guard.Budget
 				if size > 0 {
 					var err error
-					b, err = retry.NewBudget(size, 0.1)
+					b, err = guard.NewBudget(guard.BudgetOptions{MaxTokens: size, TokenRatio: 0.1})
 					require.NoError(t, err)
 				}
 				n, a := failedCalls(t, f, seed+1, b)
@@ -90,7 +90,7 @@ func TestBudgetSizing(t *testing.T) {
 	}
 	// The price of the larger bucket: a dead service gets under
 	// maxTokens/2 retries before the Budget refuses the rest.
-	b, err := retry.NewBudget(100, 0.1)
+	b, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 100, TokenRatio: 0.1})
 	require.NoError(t, err)
 	dead, _ := attemptsPerCall(t, 10000, flakyAt(1, 1), b)
 	t.Logf("attempts per call against a dead service with NewBudget(100, 0.1): %.4f", dead)

@@ -1,50 +1,64 @@
-// Package holds keeps, per target (an HTTP origin, a gRPC target), until
+package guard
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxHoldKeys bounds the targets a Holds keeps: past it, a new hold
+// forgets another, so no traffic pattern can grow a Holds.
+const maxHoldKeys = 1024
+
+// HoldProbes is how many attempts a lapsed hold lets through before the
+// others, to learn whether the server serves again.
+const HoldProbes = 3
+
+// maxSpread bounds the jitter that spreads the attempts a hold released.
+const maxSpread = 5 * time.Second
+
+// ErrHeld is matched by the error of an attempt that was not sent because
+// its target (an HTTP origin, a gRPC target, a kind of op) had asked to be
+// held back, by a Retry-After or a pushback: see [Holds].
+var ErrHeld = errors.New("guard: target asked to hold back")
+
+// HeldError is the error of an attempt held back: it matches [ErrHeld],
+// and says how long the hold has left.
+type HeldError struct{ Left time.Duration }
+
+func (e *HeldError) Error() string {
+	return ErrHeld.Error() + " for another " + e.Left.Round(time.Millisecond).String()
+}
+
+// Is reports whether target is ErrHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// A HoldEpoch orders the attempts and the holds of a Holds: an attempt
+// takes the Holds' Epoch when it is let go, and its answer clears only a
+// hold that began at or before that epoch.
+type HoldEpoch uint64
+
+// Holds keeps, per target (an HTTP origin, a gRPC target), until
 // when a server asked its clients to hold back (a Retry-After on a 429 or
 // 503, a gRPC pushback), so that one answer holds back every new attempt of
-// a client, not only the request that got it. retryhttp and retrygrpc use
-// it.
+// a client, not only the request that got it. retryhttp, retrygrpc and the
+// outbox use it, keyed by origin, target or op kind.
 //
 // A hold ends in one of two ways. An answer that is not a hold, to a
 // request sent after the hold began, clears it: the server serves again.
-// Or its time runs out: then a few probes go first (Probes), and the
+// Or its time runs out: then a few probes go first (HoldProbes), and the
 // attempts queued behind them wait for what the probes learn. If a probe's
 // answer renews the hold, they wait again; if one clears it, or if no probe
 // has answered by the end of the spread (a quarter of the hold, at most
 // 5s), they go, each after a random part of the spread, so that they do not
 // come back as one burst. Every hold thus ends by time: at its end plus the
 // spread, at the latest, unless an answer renews it.
-package holds
-
-import (
-	"context"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/stormguard/retry"
-	"github.com/stormguard/retry/internal/clocks"
-)
-
-// MaxKeys bounds the targets a Set keeps: past it, a new hold forgets
-// another, so no traffic pattern can grow a Set.
-const MaxKeys = 1024
-
-// Probes is how many attempts a lapsed hold lets through before the
-// others, to learn whether the server serves again.
-const Probes = 3
-
-// maxSpread bounds the jitter that spreads the attempts a hold released.
-const maxSpread = 5 * time.Second
-
-// An Epoch orders the attempts and the holds of a Set: an attempt takes the
-// Set's Epoch when it is let go, and its answer clears only a hold that
-// began at or before that Epoch.
-type Epoch uint64
-
-// A Set holds targets back. Its zero value is ready to use; it is safe for
-// concurrent use.
-type Set struct {
+//
+// The zero Holds is ready to use; it is safe for concurrent use.
+type Holds struct {
 	n     atomic.Int32  // len(m), read without the lock: most of the time nothing is held
 	epoch atomic.Uint64 // bumped when a hold begins
 	mu    sync.Mutex
@@ -55,21 +69,21 @@ type Set struct {
 type hold struct {
 	until  time.Time     // when it ends; then the probes go
 	spread time.Duration // how long the others wait for the probes at most, and their jitter
-	epoch  Epoch         // when it began: answers to attempts let go before do not clear it
+	epoch  HoldEpoch     // when it began: answers to attempts let go before do not clear it
 	probes int           // let through since until passed
 	// changed is closed, and replaced, when the hold is renewed or cleared,
 	// so that its waiters look again.
 	changed chan struct{}
 }
 
-// Epoch returns the Set's Epoch now, for an attempt about to be sent.
-func (s *Set) Epoch() Epoch { return Epoch(s.epoch.Load()) }
+// Epoch returns the Holds' epoch now, for an attempt about to be sent.
+func (s *Holds) Epoch() HoldEpoch { return HoldEpoch(s.epoch.Load()) }
 
 // Hold holds key back for d from now, unless a longer hold stands. A hold
 // that stands is renewed: its probes are spent, and its waiters wait anew.
 // d must already be capped by the caller (a MaxRetryAfter): a hold never
 // lasts longer than it is told.
-func (s *Set) Hold(key string, now time.Time, d time.Duration) {
+func (s *Holds) Hold(key string, now time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -90,7 +104,7 @@ func (s *Set) Hold(key string, now time.Time, d time.Duration) {
 		close(h.changed)
 		h.changed = make(chan struct{})
 		return
-	case h == nil && len(s.m) >= MaxKeys:
+	case h == nil && len(s.m) >= maxHoldKeys:
 		for k, old := range s.m { // any one: at worst it is throttled once more
 			delete(s.m, k)
 			close(old.changed)
@@ -99,14 +113,14 @@ func (s *Set) Hold(key string, now time.Time, d time.Duration) {
 	case h != nil: // lapsed long ago: a new hold
 		close(h.changed)
 	}
-	s.m[key] = &hold{until: until, spread: spread, epoch: Epoch(s.epoch.Add(1)), changed: make(chan struct{})}
+	s.m[key] = &hold{until: until, spread: spread, epoch: HoldEpoch(s.epoch.Add(1)), changed: make(chan struct{})}
 	s.n.Store(int32(len(s.m)))
 }
 
 // Clear ends key's hold: its server answered normally again to an attempt
 // let go at sent. An answer to an attempt sent before the hold began says
 // nothing of the server since, and does not clear it.
-func (s *Set) Clear(key string, sent Epoch) {
+func (s *Holds) Clear(key string, sent HoldEpoch) {
 	if s.n.Load() == 0 {
 		return
 	}
@@ -117,7 +131,7 @@ func (s *Set) Clear(key string, sent Epoch) {
 	}
 }
 
-func (s *Set) drop(key string, h *hold) {
+func (s *Holds) drop(key string, h *hold) {
 	delete(s.m, key)
 	close(h.changed)
 	s.n.Store(int32(len(s.m)))
@@ -125,10 +139,10 @@ func (s *Set) drop(key string, h *hold) {
 
 // Held reports whether any target is held: a cheap test before a key is
 // even made.
-func (s *Set) Held() bool { return s.n.Load() > 0 }
+func (s *Holds) Held() bool { return s.n.Load() > 0 }
 
 // Until returns when key's hold ends, or the zero time if it has none.
-func (s *Set) Until(key string) time.Time {
+func (s *Holds) Until(key string) time.Time {
 	if s.n.Load() == 0 {
 		return time.Time{}
 	}
@@ -145,11 +159,11 @@ func (s *Set) Until(key string) time.Time {
 // or the probes have cleared it (or failed to answer in time) and the
 // attempt's share of the spread has passed. It returns 0 and nil then.
 //
-// It returns how long the hold has left, without waiting, when failFast
-// is set or when the hold ends after ctx's deadline (which must be the
-// call's, not an attempt's): the attempt must not go. It returns ctx's
-// cause if ctx ends while it waits. Time is clk's.
-func (s *Set) Wait(ctx context.Context, clk retry.Clock, key string, failFast bool) (time.Duration, error) {
+// It returns a [*HeldError], without waiting, when failFast is set or
+// when the hold ends after ctx's deadline (which must be the call's, not
+// an attempt's): the attempt must not go. It returns ctx's cause if ctx
+// ends while it waits. Time is clk's.
+func (s *Holds) Wait(ctx context.Context, clk Clock, key string, failFast bool) error {
 	queued := false // it waited behind a hold: it goes after its share of the spread
 	var spread time.Duration
 	for {
@@ -158,28 +172,28 @@ func (s *Set) Wait(ctx context.Context, clk retry.Clock, key string, failFast bo
 		if h == nil {
 			s.mu.Unlock()
 			if !queued || spread <= 0 {
-				return 0, nil
+				return nil
 			}
 			queued = false // after the jitter, look once more: a new hold may have begun
 			if err := sleep(ctx, clk, time.Duration(rand.Float64()*float64(spread))); err != nil {
-				return 0, err
+				return err
 			}
 			continue
 		}
-		now := clocks.Now(clk)
+		now := now(clk)
 		var wake time.Time
 		switch {
 		case now.Before(h.until): // held
 			left := h.until.Sub(now)
 			if end, ok := ctx.Deadline(); failFast || ok && !end.After(h.until) {
 				s.mu.Unlock()
-				return left, nil
+				return &HeldError{Left: left}
 			}
 			wake = h.until
-		case h.probes < Probes: // lapsed: a probe goes
+		case h.probes < HoldProbes: // lapsed: a probe goes
 			h.probes++
 			s.mu.Unlock()
-			return 0, nil
+			return nil
 		case !now.Before(h.until.Add(h.spread)): // no probe has answered: the hold ends by time
 			s.drop(key, h)
 			s.mu.Unlock()
@@ -188,7 +202,7 @@ func (s *Set) Wait(ctx context.Context, clk retry.Clock, key string, failFast bo
 		case failFast: // the probes are out: it must not wait for them
 			left := h.until.Add(h.spread).Sub(now)
 			s.mu.Unlock()
-			return left, nil
+			return &HeldError{Left: left}
 		default: // wait for the probes
 			wake = h.until.Add(h.spread)
 		}
@@ -196,15 +210,15 @@ func (s *Set) Wait(ctx context.Context, clk retry.Clock, key string, failFast bo
 		changed := h.changed
 		s.mu.Unlock()
 		if err := sleepUntil(ctx, clk, wake, changed); err != nil {
-			return 0, err
+			return err
 		}
 	}
 }
 
 // sleepUntil waits until t on clk, or until changed is closed; it returns
 // ctx's cause if ctx ends first.
-func sleepUntil(ctx context.Context, clk retry.Clock, t time.Time, changed <-chan struct{}) error {
-	d := clocks.Until(clk, t)
+func sleepUntil(ctx context.Context, clk Clock, t time.Time, changed <-chan struct{}) error {
+	d := t.Sub(now(clk))
 	if d <= 0 {
 		return nil
 	}
@@ -227,6 +241,6 @@ func sleepUntil(ctx context.Context, clk retry.Clock, t time.Time, changed <-cha
 }
 
 // sleep waits d on clk, or returns ctx's cause if ctx ends first.
-func sleep(ctx context.Context, clk retry.Clock, d time.Duration) error {
-	return sleepUntil(ctx, clk, clocks.Now(clk).Add(d), nil)
+func sleep(ctx context.Context, clk Clock, d time.Duration) error {
+	return sleepUntil(ctx, clk, now(clk).Add(d), nil)
 }

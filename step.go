@@ -1,0 +1,147 @@
+package retry
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stormguard/retry/guard"
+)
+
+// Progress is what a retry loop carries from one attempt of a call to the
+// next: all that [Policy.Next] needs besides the Policy and the attempt.
+// Its first three fields are plain values, so that a durable job system
+// (an outbox, a queue worker) can keep them with the job and drive the
+// same rule as Do across restarts.
+type Progress struct {
+	// Attempts is how many attempts were made, the one just failed
+	// included.
+	Attempts int
+	// PrevWait is the Jitter's part of the latest wait, without any
+	// RetryAfter: what a DecorrelatedJitter grows from, so that one long
+	// Retry-After does not pin every later wait at the cap. Next sets it.
+	PrevWait time.Duration
+	// Deadline is when MaxElapsed runs out, the first attempt's start plus
+	// MaxElapsed, or zero for none ([Policy.Deadline]).
+	Deadline time.Time
+	// Guard is the call's ticket with the Policy's Throttle and Breaker,
+	// if the loop admits its attempts through one, so that the outcome of
+	// the attempt reaches them; nil otherwise. It does not outlive the
+	// process: a durable loop begins a Call for each attempt.
+	Guard *guard.Call
+}
+
+// Verdict is what [Policy.Next] decides about a failed attempt.
+type Verdict struct {
+	// Decision is the Classifier's, RetryAfter and Reason included.
+	Decision
+	// Stop is why the call must stop, or StopNone: retry after Wait.
+	Stop StopReason
+	// Wait is how long to wait before the next attempt: the RetryAfter
+	// plus the jittered backoff.
+	Wait time.Duration
+	// Err is the error to return when Stop is set: a [*StopError] that
+	// matches the attempt's error, or the attempt's error as it is for
+	// StopNotRetryable.
+	Err error
+}
+
+// Deadline returns when a call whose first attempt starts at start must
+// end by MaxElapsed, or the zero time if p sets none: what
+// [Progress.Deadline] holds.
+func (p Policy) Deadline(start time.Time) time.Time {
+	if p.MaxElapsed <= 0 {
+		return time.Time{}
+	}
+	return start.Add(p.MaxElapsed)
+}
+
+// Next is one step of the rule that Do follows, exported for the loops
+// that Do cannot run (a durable outbox, a job system, another kind of
+// call): what comes after attempt a, which failed, given pr. It stops for
+// the reasons Do stops for, in Do's order (ctx ended, not retryable, a
+// nested loop that leaves retrying to the outer one, MaxAttempts, the
+// Budget, the Breaker, a wait past the deadline or ctx's), and otherwise
+// returns the wait, after calling OnRetry. On the way it tells pr.Guard,
+// and the Budget, how the attempt went, as Do does.
+//
+// a.Err must not be nil; a.Reason is set from the Classifier. The caller
+// counts a.Number into pr.Attempts before it asks. An invalid p stops with
+// StopInvalid and its Validate error.
+func (p Policy) Next(ctx context.Context, a *Attempt, pr *Progress) Verdict {
+	if err := p.resolve(); err != nil {
+		return Verdict{Stop: StopInvalid, Err: err}
+	}
+	maxAttempts, budget, deferred := p.MaxAttempts, p.Budget, false
+	if outer := outerLoop(ctx); outer != nil && !p.RetryNested {
+		deferred, maxAttempts = true, 1
+		if outer.budget == budget {
+			budget = nil
+		}
+	}
+	return p.next(ctx, a, pr, maxAttempts, deferred, budget)
+}
+
+// next is Next on a resolved p, for a loop that knows whether it is
+// nested (deferred) and which budget it charges.
+func (p *Policy) next(ctx context.Context, a *Attempt, pr *Progress, maxAttempts int, deferred bool, budget *guard.Budget) Verdict {
+	if cerr := ctx.Err(); cerr != nil { // the caller's ctx ended: stop, whatever the error
+		if pr.Guard != nil {
+			pr.Guard.Attempted(guard.OutcomeOf(cerr, false))
+		}
+		a.Reason = cerr.Error()
+		return Verdict{Stop: StopContextDone, Err: ctxStop(ctx, a.Err, pr.Attempts)}
+	}
+	d := p.Classifier(ctx, *a)
+	a.Reason = d.Reason
+	if pr.Guard != nil {
+		pr.Guard.Attempted(guard.OutcomeOf(nil, d.Retry || d.Failed))
+	}
+	if !d.Retry {
+		return Verdict{Decision: d, Stop: StopNotRetryable, Err: a.Err}
+	}
+	if budget != nil {
+		budget.Failed()
+	}
+	v := Verdict{Decision: d}
+	v.Wait, v.Stop, v.Err = p.retryOrStop(ctx, a, d, pr.Attempts, maxAttempts > 0 && pr.Attempts >= maxAttempts, deferred, budget, pr.Deadline, &pr.PrevWait)
+	return v
+}
+
+// retryOrStop is what a retry loop does once attempt a has failed in a way
+// the Classifier (d) would retry and no other attempt of the call runs: it
+// gives up, returning why and the error to return, or it returns the wait
+// before the next attempt (StopNone). n is how many attempts were made, and
+// last says that MaxAttempts allows no more; jittered is what the Jitter
+// made of the previous backoff, and is updated. Next and Hedge share it,
+// so that every loop stops for the same reasons in the same order.
+func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int, last, deferred bool, budget *guard.Budget, deadline time.Time, jittered *time.Duration) (time.Duration, StopReason, error) {
+	err := a.Err
+	switch {
+	case deferred:
+		return 0, StopDeferred, &StopError{Stop: StopDeferred, Attempts: n, Err: err}
+	case last:
+		return 0, StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
+	case budget != nil && !budget.AllowRetry():
+		return 0, StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
+	case p.Breaker != nil && !p.Breaker.AllowRetry(): // refused now, rather than after the wait
+		return 0, StopBreakerOpen, &StopError{Stop: StopBreakerOpen, Attempts: n, Err: err}
+	}
+	*jittered = p.wait(n, *jittered, rand.Float64())
+	wait := addSat(max(d.RetryAfter, 0), *jittered)
+	// The deadline check reads the clock afresh: the Classifier's time
+	// counts, and so does OnRetry's, which may use up the slack.
+	fit, byCtx := fits(ctx, p.Clock, deadline, wait)
+	if fit && p.OnRetry != nil {
+		p.OnRetry(ctx, *a, wait)
+		fit, byCtx = fits(ctx, p.Clock, deadline, wait)
+	}
+	if !fit {
+		e := &StopError{Stop: StopDeadline, Attempts: n, Wait: wait, Err: err}
+		if byCtx {
+			e.ctxErr = context.DeadlineExceeded
+		}
+		return 0, StopDeadline, e
+	}
+	return wait, StopNone, nil
+}
