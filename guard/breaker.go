@@ -221,8 +221,7 @@ func (b *Breaker) State() BreakerState {
 }
 
 // HalfOpensAt returns when an open breaker lets probes through again, or
-// the zero time if it is not open: the time to come back for a caller
-// that waits rather than fails (a durable outbox).
+// the zero time if it is not open: when a caller that waits comes back.
 func (b *Breaker) HalfOpensAt() time.Time {
 	if BreakerState(b.state.Load()&3) != BreakerOpen {
 		return time.Time{}

@@ -1,0 +1,51 @@
+package outbox
+
+import (
+	"time"
+
+	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
+)
+
+// Options configure an [Outbox]. The zero Options are ready to use.
+type Options struct {
+	// Policy decides the attempts with Do's own rule (retry.Policy.Next):
+	// its MaxAttempts (calls across every process, a negative value for no
+	// count limit), its backoff and Jitter for the time of the next
+	// attempt (a Retry-After comes on top, and does not feed the Jitter),
+	// its Classifier, and its AttemptTimeout for each handler call. Its
+	// Budget, Breaker and Throttle are asked before each attempt; a
+	// refusal is a wait, never an attempt (see Guards). MaxElapsed, OnRetry
+	// and OnDone are not used: an op's NotAfter bounds it.
+	Policy retry.Policy
+
+	// Guards gives each kind of op (Op.Kind) a Budget, a Breaker and a
+	// Throttle of its own from its sets, for a Policy without one, and
+	// Guards.Holds holds a kind back while its hold stands [none]. A
+	// refusal by any guard (the Policy's, these, or one below the handler:
+	// a retryhttp.Transport's breaker, throttle or hold) reschedules the op
+	// for when the guard may admit it, after a jittered backoff (a breaker
+	// until it half-opens, a hold until it ends), counts no attempt, and
+	// never dead-letters it; NotAfter still ends it.
+	Guards guard.Keyed
+
+	// Clock is the time source [Policy.Clock, or the real clock].
+	Clock retry.Clock
+
+	// Horizon is how long after Enqueue an op with a zero NotAfter is
+	// given up [24h].
+	Horizon time.Duration
+
+	// Concurrency is how many handler calls Run makes at once [1].
+	Concurrency int
+
+	// PollInterval is how often Run asks a [SharedJournal] for due ops
+	// when nothing else wakes it [1s]. Unused with other journals.
+	PollInterval time.Duration
+
+	// Lease is how long a claim on an op of a [SharedJournal] holds it
+	// while its attempt runs [30s]; Run renews it every third of that.
+	// When a process dies, its ops wait this long for another. Unused
+	// with other journals.
+	Lease time.Duration
+}
