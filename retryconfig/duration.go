@@ -57,19 +57,11 @@ func parseDuration(s string) (time.Duration, error) {
 // durationJSON reads a duration from a JSON value, which must be a string:
 // a bare number would leave the unit to guesswork (seconds in proto3,
 // nanoseconds in encoding/json).
-func durationJSON(raw []byte) (time.Duration, error) {
-	if len(raw) > 0 && raw[0] != '"' {
-		if _, err := number(raw); err == nil {
-			return 0, fmt.Errorf("%s is a bare number: write a duration with a unit as a string, such as \"%ss\"", describe(raw), describe(raw))
-		}
+func durationJSON(v *value) (time.Duration, error) {
+	if v.kind == kindNumber {
+		return 0, fmt.Errorf("%s is a bare number: write a duration with a unit as a string, such as \"%ss\"", describe(v), describe(v))
 	}
-	if len(raw) > 2 && raw[0] == '"' {
-		// The common case, without allocating a string that escapes.
-		if d, err := time.ParseDuration(string(raw[1 : len(raw)-1])); err == nil && d >= 0 {
-			return d, nil
-		}
-	}
-	s, err := str(raw)
+	s, err := str(v)
 	if err != nil {
 		return 0, err
 	}

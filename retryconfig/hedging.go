@@ -1,9 +1,5 @@
 package retryconfig
 
-import (
-	"encoding/json"
-)
-
 // maxGRPCAttempts is gRFC A6's cap on maxAttempts, of retries and hedging:
 // larger values are treated as 5.
 const maxGRPCAttempts = 5
@@ -12,8 +8,8 @@ const maxGRPCAttempts = 5
 // (required, above 1, capped at 5), hedgingDelay (optional) and
 // nonFatalStatusCodes (optional). In a service config, unknown fields are
 // ignored (gRFC A21); in our format they are errors.
-func parseHedging(raw []byte, service bool) (*Hedging, error) {
-	fields, err := members(raw, nil)
+func parseHedging(v *value, service bool) (*Hedging, error) {
+	fields, err := object(v)
 	if err != nil {
 		return nil, err
 	}
@@ -53,19 +49,17 @@ func parseHedging(raw []byte, service bool) (*Hedging, error) {
 
 // grpcCodes reads a list of gRPC codes, as names or, as service configs
 // may write them, numbers 0 to 16.
-func grpcCodes(raw []byte) ([]uint32, error) {
-	els, err := elements(raw)
+func grpcCodes(v *value) ([]uint32, error) {
+	els, err := elements(v)
 	if err != nil {
 		return nil, err
 	}
 	cs := make([]uint32, 0, len(els))
 	for i, el := range els {
-		if len(el) > 0 && el[0] == '"' {
-			var s string
-			_ = json.Unmarshal(el, &s)
-			c, ok := grpcCode(s)
+		if el.kind == kindString {
+			c, ok := grpcCode(el.text)
 			if !ok {
-				return nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, s)
+				return nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, el.text)
 			}
 			cs = append(cs, c)
 			continue

@@ -82,3 +82,20 @@ func TestMarshalNil(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, retry.Policy{}, cfg.Policy("x"))
 }
+
+// Marshal writes a band's spread in its shortest form, however the
+// document wrote it, so that its output does not depend on the input's
+// spelling; Parse keeps the text as written until then.
+func TestMarshalCanonicalBand(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.Parse([]byte(`{"policies": {"p": {"jitter": "band:0.30"}, "q": {"jitter": "band:3e-1"}}}`))
+	require.NoError(t, err)
+	out, err := retryconfig.Marshal(cfg)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"band:0.3"`)
+	assert.NotContains(t, string(out), `0.30`)
+	assert.NotContains(t, string(out), `3e-1`)
+	again, err := retryconfig.Parse(out)
+	require.NoError(t, err)
+	assert.Equal(t, cfg.Policy("p").Jitter, again.Policy("p").Jitter)
+}

@@ -35,7 +35,7 @@ type Overrides struct {
 type override struct {
 	source        string // for errors: the variable or the flag's text
 	policy, field string
-	raw           []byte // the value as JSON
+	val           *value // the value, as a document would write it
 }
 
 // String implements flag.Value: it lists the flag overrides.
@@ -137,37 +137,42 @@ func envName(s string) string {
 }
 
 func newOverride(source, policy, field, value string) (override, error) {
-	ov := override{source: source, policy: policy, field: field}
-	switch field {
-	case "maxAttempts", "factor":
-		if end, err := skipNumber([]byte(value+" "), 0); err != nil || end != len(value) {
-			ov.raw = []byte(strconv.Quote(value)) // so that the error says what is wrong with it
-		} else {
-			ov.raw = []byte(value)
-		}
-	case "retryableStatusCodes":
-		ov.raw = append(ov.raw, '[')
-		for i, c := range strings.Split(value, ",") {
-			if i > 0 {
-				ov.raw = append(ov.raw, ',')
-			}
-			c = strings.TrimSpace(c)
-			if _, err := strconv.Atoi(c); err == nil {
-				ov.raw = append(ov.raw, c...)
-			} else {
-				ov.raw = appendString(ov.raw, c)
-			}
-		}
-		ov.raw = append(ov.raw, ']')
-	case "hedging":
-		return ov, fmt.Errorf("retryconfig: %s: hedging is an object: set it in the document", source)
-	default:
-		ov.raw = appendString(nil, value)
+	if field == "hedging" {
+		return override{}, fmt.Errorf("retryconfig: %s: hedging is an object: set it in the document", source)
 	}
-	if err := (&entry{}).set(field, ov.raw, nil); err != nil {
+	ov := override{source: source, policy: policy, field: field, val: overrideValue(field, value)}
+	if err := (&entry{}).set(field, ov.val); err != nil {
 		return ov, fmt.Errorf("retryconfig: %s: %w", source, err)
 	}
 	return ov, nil
+}
+
+// overrideValue is the value that an override's text stands for, as a
+// document would write it: a list of codes for retryableStatusCodes, a
+// number for maxAttempts and factor if the text is one, and otherwise a
+// string, so that "5" for maxBackoff is rejected for its missing unit as a
+// document's "5" is.
+func overrideValue(field, text string) *value {
+	switch field {
+	case "maxAttempts", "factor":
+		return scalar(text)
+	case "retryableStatusCodes":
+		v := &value{kind: kindArray, raw: []byte("[" + text + "]")}
+		for _, c := range strings.Split(text, ",") {
+			v.elems = append(v.elems, scalar(strings.TrimSpace(c)))
+		}
+		return v
+	}
+	return &value{kind: kindString, text: text, raw: []byte(strconv.Quote(text))}
+}
+
+// scalar is text as a JSON number if it is written as one, and otherwise
+// as a string.
+func scalar(text string) *value {
+	if isNumber(text) {
+		return &value{kind: kindNumber, text: text, raw: []byte(text)}
+	}
+	return &value{kind: kindString, text: text, raw: []byte(strconv.Quote(text))}
 }
 
 // Apply returns a copy of cfg with the overrides applied, environment
@@ -194,7 +199,7 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 			e = &entry{}
 			c.policies[name] = e
 		}
-		if err := e.set(ov.field, ov.raw, nil); err != nil {
+		if err := e.set(ov.field, ov.val); err != nil {
 			p.add(ov.source, true, "%v", err)
 		}
 		touched[name] = true

@@ -1,7 +1,6 @@
 package retryconfig
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -26,73 +25,46 @@ func Parse(data []byte) (*Config, error) {
 
 func parseDoc(data []byte, p *problems) *Config {
 	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
-	// The document is validated as it is read, in one pass: the policies
-	// are read where they lie, each in one pass over its bytes; their names
-	// go into the map once all are read, when their number is known.
-	type named struct {
-		name string
-		e    *entry
-	}
-	var (
-		policies []named
-		slab     []entry // entries, a chunk at a time: a few allocations for a thousand
-		values   memo
-	)
-	end, err := walkValid(data, skipSpace(data, 0), 0, true, func(key string, v int) (int, error) {
-		switch key {
-		case "policies":
-			end, err := walkValid(data, v, 1, false, func(name string, pv int) (int, error) {
-				if name == "" {
-					p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
-					return skipValue(data, pv, 2)
-				}
-				if len(slab) == cap(slab) {
-					slab = make([]entry, 0, min(max(16, 2*cap(slab)), 1024))
-				}
-				slab = slab[:len(slab)+1]
-				e := &slab[len(slab)-1]
-				policies = append(policies, named{name, e})
-				return parsePolicy(e, name, data, pv, &values, p)
-			})
-			if err != nil && !isSyntax(err) {
-				p.add("policies", false, "%v", err)
-				return skipValue(data, v, 1)
-			}
-			return end, err
-		case "budgets":
-			end, err := skipValue(data, v, 1)
-			if err == nil {
-				parseBudgets(c, data[v:end:end], p)
-			}
-			return end, err
-		default:
-			p.add(key, false, "unknown field (want policies or budgets)")
-			return skipValue(data, v, 1)
-		}
-	})
-	if err == nil {
-		if end = skipSpace(data, end); end != len(data) {
-			err = &syntaxError{"data after the value", end}
-		}
-	}
-	if err != nil && !isSyntax(err) {
-		// Not an object, or a key twice: the rest is not validated yet.
-		if verr := validDocument(data); verr != nil {
-			err = verr
-		}
-	}
-	if isSyntax(err) {
-		*p = problems{} // invalid JSON is the only problem worth reporting
+	root, err := decode(data)
+	if err != nil { // invalid JSON is the only problem worth reporting
 		p.add("", false, "%v", err)
 		return c
 	}
+	top, err := object(root)
 	if err != nil {
 		p.add("", false, "%v", err)
 		return c
 	}
-	if len(policies) > 8 {
-		c.policies = make(map[string]*entry, len(policies))
+	type named struct {
+		name string
+		e    *entry
 	}
+	var policies []named
+	for _, m := range top {
+		switch m.key {
+		case "policies":
+			if m.val.kind != kindObject {
+				p.add("policies", false, "%s is not an object", describe(m.val))
+				continue
+			}
+			// Duplicate names are found below, in the map they go into,
+			// so that the policies around them are still validated.
+			for _, pm := range m.val.members {
+				if pm.key == "" {
+					p.add("policies", false, `a policy needs a name; the fallback is named "default"`)
+					continue
+				}
+				e := &entry{}
+				parsePolicy(e, pm.key, pm.val, p)
+				policies = append(policies, named{pm.key, e})
+			}
+		case "budgets":
+			parseBudgets(c, m.val, p)
+		default:
+			p.add(m.key, false, "unknown field (want policies or budgets)")
+		}
+	}
+	c.policies = make(map[string]*entry, len(policies))
 	for _, n := range policies {
 		if _, dup := c.policies[n.name]; dup {
 			p.add("policies", false, "%q appears twice", n.name)
@@ -108,8 +80,8 @@ func parseDoc(data []byte, p *problems) *Config {
 	return c
 }
 
-func parseBudgets(c *Config, raw []byte, p *problems) {
-	bs, err := members(raw, nil)
+func parseBudgets(c *Config, v *value, p *problems) {
+	bs, err := object(v)
 	if err != nil {
 		p.add("budgets", false, "%v", err)
 		return
@@ -120,7 +92,7 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 			p.add(path, false, "a budget needs a name")
 			continue
 		}
-		fields, err := members(m.val, nil)
+		fields, err := object(m.val)
 		if err != nil {
 			p.add(path, false, "%v", err)
 			continue
@@ -151,47 +123,36 @@ func parseBudgets(c *Config, raw []byte, p *problems) {
 	}
 }
 
-// parsePolicy reads the policy of our format named name, the value at
-// data[v:], into e, validating it as JSON at depth 2, and returns the
-// offset of its end; an error is a *syntaxError.
-func parsePolicy(e *entry, name string, data []byte, v int, m *memo, p *problems) (int, error) {
-	bad := false
-	end, err := walkValid(data, v, 2, true, func(key string, fv int) (int, error) {
-		fend, err := skipValue(data, fv, 3)
-		if err != nil {
-			return fend, err
-		}
-		if err := e.set(key, data[fv:fend:fend], m); err != nil {
-			bad = true // paths are built only for an error: a thousand concatenations add up
-			p.add("policies."+name+"."+key, true, "%v", err)
-		}
-		return fend, nil
-	})
+// parsePolicy reads the policy of our format named name, the value v, into
+// e.
+func parsePolicy(e *entry, name string, v *value, p *problems) {
+	fields, err := object(v)
 	if err != nil {
-		if isSyntax(err) {
-			return end, err
-		}
 		p.add("policies."+name, true, "%v", err)
-		return skipValue(data, v, 2)
+		return
+	}
+	bad := false
+	for _, f := range fields {
+		if err := e.set(f.key, f.val); err != nil {
+			bad = true
+			p.add("policies."+name+"."+f.key, true, "%v", err)
+		}
 	}
 	if !bad {
 		checkPolicy(name, &e.policy, p)
 	}
-	return end, nil
 }
 
 var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
 
 // set sets one field of a policy of our format from its JSON value.
-// m, if not nil, keeps the values that repeat across the policies of one
-// document.
-func (e *entry) set(key string, raw []byte, m *memo) error {
+func (e *entry) set(key string, v *value) error {
 	pol := &e.policy
 	var err error
 	switch key {
 	case "maxAttempts":
 		var n int
-		n, err = integer(raw)
+		n, err = integer(v)
 		if err == nil && n == 0 {
 			err = errorf("0 is not allowed: write 1 for no retries, or leave the field out for the default (4)")
 		}
@@ -199,16 +160,16 @@ func (e *entry) set(key string, raw []byte, m *memo) error {
 			pol.MaxAttempts = n
 		}
 	case "baseBackoff":
-		pol.BaseBackoff, err = m.duration(raw)
+		pol.BaseBackoff, err = durationJSON(v)
 	case "maxBackoff":
-		pol.MaxBackoff, err = m.duration(raw)
+		pol.MaxBackoff, err = durationJSON(v)
 	case "maxElapsed":
-		pol.MaxElapsed, err = m.duration(raw)
+		pol.MaxElapsed, err = durationJSON(v)
 	case "attemptTimeout":
-		pol.AttemptTimeout, err = m.duration(raw)
+		pol.AttemptTimeout, err = durationJSON(v)
 	case "factor":
 		var x float64
-		x, err = number(raw)
+		x, err = number(v)
 		if err == nil && x != 0 && x < 1 {
 			err = errorf("%v is below 1: backoffs would shrink", x)
 		}
@@ -216,18 +177,27 @@ func (e *entry) set(key string, raw []byte, m *memo) error {
 			pol.Factor = x
 		}
 	case "jitter":
-		var j jitterText
-		if j, err = m.jitter(raw); err == nil {
-			pol.Jitter, e.jitter = j.jitter, j.text // as written: Marshal writes its canonical form
+		var (
+			s string
+			j retry.Jitter
+		)
+		if s, err = str(v); err == nil {
+			j, err = parseJitter(s)
+		}
+		if err == nil {
+			pol.Jitter, e.jitter = j, s // as written: Marshal writes its canonical form
 		}
 	case "retryableStatusCodes":
-		var cs codeLists
-		if cs, err = m.codeLists(raw); err == nil {
-			e.http, e.grpc = cs.http, cs.grpc
+		var (
+			http []int
+			grpc []uint32
+		)
+		if http, grpc, err = parseCodes(v); err == nil {
+			e.http, e.grpc = http, grpc
 		}
 	case "budget":
 		var s string
-		s, err = m.text(raw)
+		s, err = str(v)
 		if err == nil && s == "" {
 			err = errorf("the empty name is no budget: leave the field out")
 		}
@@ -236,7 +206,7 @@ func (e *entry) set(key string, raw []byte, m *memo) error {
 		}
 	case "hedging":
 		var h *Hedging
-		if h, err = parseHedging(raw, false); err == nil {
+		if h, err = parseHedging(v, false); err == nil {
 			e.hedging = h
 		}
 	default:
@@ -304,21 +274,16 @@ func canonicalJitter(s string) string {
 
 // parseCodes reads retryableStatusCodes: numbers are HTTP statuses,
 // strings gRPC code names.
-func parseCodes(raw []byte) (http []int, grpc []uint32, err error) {
-	var buf [8]json.RawMessage // the codes of a policy, without an allocation
-	els, err := elementsBuf(raw, buf[:0])
+func parseCodes(v *value) (http []int, grpc []uint32, err error) {
+	els, err := elements(v)
 	if err != nil {
 		return nil, nil, err
 	}
 	for i, el := range els {
-		if http == nil && el[0] != '"' {
-			http = make([]int, 0, len(els))
-		}
-		if len(el) > 0 && el[0] == '"' {
-			s, _ := str(el)
-			c, ok := grpcCode(s)
+		if el.kind == kindString {
+			c, ok := grpcCode(el.text)
 			if !ok {
-				return nil, nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, s)
+				return nil, nil, errorf("[%d]: %q is not a gRPC code name such as \"UNAVAILABLE\"", i, el.text)
 			}
 			grpc = append(grpc, c)
 			continue

@@ -2,6 +2,7 @@ package retryconfig_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,8 @@ func TestParseErrors(t *testing.T) {
 		{"policy not an object", `{"policies": {"p": 3}}`, `policies.p: 3 is not an object`, true},
 		{"syntax", `{"policies": {`, `not valid JSON`, false},
 		{"trailing data", `{} {}`, `not valid JSON: data after the value at byte 3`, false},
+		{"trailing comma", `{"policies": {}} ,`, `not valid JSON: data after the value at byte 17`, false},
+		{"huge number", `{"policies": {"p": {"maxAttempts": 1e400}}}`, `policies.p.maxAttempts: 1e400 is not a number in range`, true},
 		{"empty", ``, `not valid JSON`, false},
 	}
 	for _, tt := range tests {
@@ -188,4 +191,58 @@ func TestParseSyntaxErrorAlone(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "not valid JSON: nested too deep")
 	assert.NotContains(t, err.Error(), "maxAttempts")
+}
+
+// A bad value is reported at the path of every policy that has it, not
+// only at the first.
+func TestParseRepeatedBadValueNamedEachTime(t *testing.T) {
+	t.Parallel()
+	_, err := retryconfig.Parse([]byte(`{"policies": {"a": {"jitter": "band:2"}, "b": {"jitter": "band:2"},
+		"c": {"baseBackoff": "5"}, "d": {"baseBackoff": "5"}}}`))
+	require.Error(t, err)
+	for _, path := range []string{"policies.a.jitter", "policies.b.jitter", "policies.c.baseBackoff", "policies.d.baseBackoff"} {
+		assert.Contains(t, err.Error(), path)
+	}
+}
+
+// Keys with escapes or UTF-8 decode as encoding/json decodes them, and a
+// duplicate is found whichever way each copy is written.
+func TestParseKeysDecoded(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.Parse([]byte(`{"policies": {"é\u0041": {"maxAttempts": 2}, "\u0070ay": {"maxAttempts": 3}, "ascii": {"maxAttempts": 4}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ascii", "pay", "éA"}, cfg.Names())
+	assert.Equal(t, 2, cfg.Policy("éA").MaxAttempts)
+	_, err = retryconfig.Parse([]byte(`{"policies": {"p": {}, "\u0070": {}}}`))
+	assert.ErrorContains(t, err, `"p" appears twice`)
+}
+
+// policiesDoc is a document of n policies that all have the same fields
+// and share one budget, as a large service's might.
+func policiesDoc(n int) []byte {
+	doc := []byte(`{"budgets": {"b": {"maxTokens": 10}}, "policies": {`)
+	for i := range n {
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, `"policy-`+strconv.Itoa(i)+`": {"maxAttempts": 3, "baseBackoff": "100ms", "maxBackoff": "2s", "jitter": "band:0.3", "retryableStatusCodes": [503, 429], "budget": "b"}`...)
+	}
+	return append(doc, "}}"...)
+}
+
+func TestParseLargeDocument(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.Parse(policiesDoc(1000))
+	require.NoError(t, err)
+	require.Len(t, cfg.Names(), 1000)
+	shared := cfg.Policy("policy-0").Budget
+	require.NotNil(t, shared)
+	for _, name := range []string{"policy-0", "policy-500", "policy-999"} {
+		p := cfg.Policy(name)
+		assert.Equal(t, 3, p.MaxAttempts, name)
+		assert.Equal(t, 2*time.Second, p.MaxBackoff, name)
+		assert.Equal(t, retry.BandJitter(0.3), p.Jitter, name)
+		assert.Equal(t, []int{503, 429}, cfg.HTTPStatusCodes(name), name)
+		assert.Same(t, shared, p.Budget, name)
+	}
 }

@@ -45,10 +45,10 @@ const ThrottlingBudget = "retryThrottling"
 func ParseServiceConfig(data []byte) (*Config, error) {
 	var p problems
 	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}, service: true}
-	err := validDocument(data)
+	root, err := decode(data)
 	var top []member
 	if err == nil {
-		top, err = members(data, nil)
+		top, err = object(root)
 	}
 	if err != nil {
 		p.add("", false, "%v", err)
@@ -87,9 +87,9 @@ func ParseServiceConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-func parseThrottling(c *Config, raw []byte, p *problems) {
+func parseThrottling(c *Config, v *value, p *problems) {
 	const path = "retryThrottling"
-	fields, err := members(raw, nil)
+	fields, err := object(v)
 	if err != nil {
 		p.add(path, false, "%v", err)
 		return
@@ -125,8 +125,8 @@ func parseThrottling(c *Config, raw []byte, p *problems) {
 	c.budgets[ThrottlingBudget] = b
 }
 
-func parseMethodConfig(c *Config, path string, raw []byte, p *problems) {
-	fields, err := members(raw, nil)
+func parseMethodConfig(c *Config, path string, v *value, p *problems) {
+	fields, err := object(v)
 	if err != nil {
 		p.add(path, false, "%v", err)
 		return
@@ -179,8 +179,8 @@ func parseMethodConfig(c *Config, path string, raw []byte, p *problems) {
 }
 
 // parseNames turns a methodConfig's names into policy names.
-func parseNames(path string, raw []byte, p *problems) []string {
-	els, err := elements(raw)
+func parseNames(path string, v *value, p *problems) []string {
+	els, err := elements(v)
 	if err != nil {
 		p.add(path, false, "%v", err)
 		return nil
@@ -188,7 +188,7 @@ func parseNames(path string, raw []byte, p *problems) []string {
 	var names []string
 	for i, el := range els {
 		npath := fmt.Sprintf("%s[%d]", path, i)
-		fields, err := members(el, nil)
+		fields, err := object(el)
 		if err != nil {
 			p.add(npath, false, "%v", err)
 			continue
@@ -218,8 +218,8 @@ func parseNames(path string, raw []byte, p *problems) []string {
 	return names
 }
 
-func parseRetryPolicy(path string, raw []byte, e *entry, p *problems) {
-	fields, err := members(raw, nil)
+func parseRetryPolicy(path string, v *value, e *entry, p *problems) {
+	fields, err := object(v)
 	if err != nil {
 		p.add(path, true, "%v", err)
 		return
@@ -227,8 +227,8 @@ func parseRetryPolicy(path string, raw []byte, e *entry, p *problems) {
 	pol := &e.policy
 	var seen [5]bool
 	fail := func(field string, err error) { p.add(path+"."+field, true, "%v", err) }
-	positive := func(field string, raw []byte, dst *time.Duration) bool {
-		d, err := durationJSON(raw)
+	positive := func(field string, v *value, dst *time.Duration) bool {
+		d, err := durationJSON(v)
 		if err == nil && d <= 0 {
 			err = errorf("%v is not positive", d)
 		}
