@@ -58,20 +58,3 @@ func requireNoTimers(t *testing.T, clk *retrytest.Clock) {
 	require.Zero(t, clk.Pending(), "a timer was left running on the clock")
 	_ = before
 }
-
-// countOutcomes waits until n calls have reported on sent or refused, and
-// returns how many each; it fails t if they take longer than watchdog.
-func countOutcomes(t *testing.T, n int, sent, refused <-chan struct{}) (nSent, nRefused int) {
-	t.Helper()
-	for nSent+nRefused < n {
-		select {
-		case <-sent:
-			nSent++
-		case <-refused:
-			nRefused++
-		case <-time.After(watchdog):
-			require.FailNow(t, "timed out", "%d sent, %d refused", nSent, nRefused)
-		}
-	}
-	return nSent, nRefused
-}
