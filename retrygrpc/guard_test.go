@@ -158,3 +158,29 @@ func TestWithBreakersCountFailuresOfCallsNotRetried(t *testing.T) {
 		assert.Len(t, srv.seen(), 2)
 	})
 }
+
+// WithGuards' Budgets give each target a retry budget of its own: the
+// target that fails spends its own tokens and is refused retries (an
+// error matching retry.ErrBudgetExhausted), while the other target's
+// budget stays full.
+func TestWithGuardsBudgetsPerTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bs, err := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 0.1}, 10)
+		require.NoError(t, err)
+		opt := withRetry(fast(), retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithGuards(guard.Keyed{Budgets: bs}))
+		fails := make([]reply, 8)
+		for i := range fails {
+			fails[i] = fail(codes.Unavailable)
+		}
+		downSrv := newServer(fails...)
+		down := dialTarget(t, downSrv, "passthrough:///down", opt)
+		up := dialTarget(t, newServer(reply{}), "passthrough:///up", opt)
+		_, err = unary(t.Context(), down, "x")
+		require.ErrorIs(t, err, retry.ErrBudgetExhausted, "4 tokens: the retry after the second failure is refused")
+		assert.Len(t, downSrv.seen(), 2, "two failures spend half the bucket")
+		assert.Equal(t, 2.0, bs.Get("passthrough:///down").Tokens())
+		_, err = unary(t.Context(), up, "x")
+		require.NoError(t, err)
+		assert.Equal(t, 4.0, bs.Get("passthrough:///up").Tokens(), "the other target's budget is its own")
+	})
+}
