@@ -43,6 +43,11 @@ func (c *Clock) Run(f func()) {
 }
 
 func (c *Clock) enter() {
+	// A call joins only between moves of time: one that joined while
+	// settle moved time, after it counted the calls that wait, would see
+	// time move while it runs, and count another call's wait as its own.
+	c.advance.Lock()
+	defer c.advance.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.users++
