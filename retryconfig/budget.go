@@ -1,23 +1,59 @@
 package retryconfig
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/stormguard/retry/guard"
 )
 
-// newBudget makes the budget of a document: both numbers are required
-// there (gRFC A6's retryThrottling has no defaults), so a zero is an
-// error, not guard.BudgetOptions' default.
-func newBudget(maxTokens, tokenRatio float64) (*guard.Budget, error) {
+// budgetParams are the fields of a member of "budgets": the arguments of
+// retry.NewBudget.
+type budgetParams struct {
+	maxTokens, tokenRatio float64
+}
+
+// budgetKind reads the members of "budgets". A field left out has the
+// default of the zero guard.Budget, which NewBudget cannot be given as
+// zero.
+var budgetKind = guardKind[budgetParams, guard.Budget]{
+	name: "budgets",
+	one:  "budget",
+	zero: budgetParams{maxTokens: 10, tokenRatio: 0.1},
+	set: func(b *budgetParams, key string, v *value) (err error) {
+		switch key {
+		case "maxTokens":
+			b.maxTokens, err = number(v)
+		case "tokenRatio":
+			b.tokenRatio, err = number(v)
+		default:
+			err = errorf("unknown field (want maxTokens or tokenRatio)")
+		}
+		return err
+	},
+	build: newBudget,
+}
+
+func newBudget(b budgetParams) (*guard.Budget, error) {
+	// A document gives both numbers or leaves them out (budgetKind.zero):
+	// a zero written is an error, not guard.BudgetOptions' default, as
+	// gRFC A6's retryThrottling has none.
 	switch {
-	case !(maxTokens > 0) || math.IsInf(maxTokens, 0):
-		return nil, fmt.Errorf("maxTokens %v is not a positive finite number", maxTokens)
-	case !(tokenRatio > 0) || math.IsInf(tokenRatio, 0):
-		return nil, fmt.Errorf("tokenRatio %v is not a positive finite number", tokenRatio)
-	case tokenRatio > maxTokens:
-		return nil, fmt.Errorf("tokenRatio %v is above maxTokens %v", tokenRatio, maxTokens)
+	case !(b.maxTokens > 0) || math.IsInf(b.maxTokens, 0):
+		return nil, errorf("maxTokens %v is not a positive finite number", b.maxTokens)
+	case !(b.tokenRatio > 0) || math.IsInf(b.tokenRatio, 0):
+		return nil, errorf("tokenRatio %v is not a positive finite number", b.tokenRatio)
+	case b.tokenRatio > b.maxTokens:
+		return nil, errorf("tokenRatio %v is above maxTokens %v", b.tokenRatio, b.maxTokens)
 	}
-	return guard.NewBudget(guard.BudgetOptions{MaxTokens: maxTokens, TokenRatio: tokenRatio})
+	return guard.NewBudget(guard.BudgetOptions{MaxTokens: b.maxTokens, TokenRatio: b.tokenRatio})
+}
+
+// appendBudget writes a member of "budgets", both fields always.
+func appendBudget(b []byte, p budgetParams) []byte {
+	w := fields{b: append(b, '{')}
+	w.key("maxTokens")
+	w.b = appendFloat(w.b, p.maxTokens)
+	w.key("tokenRatio")
+	w.b = appendFloat(w.b, p.tokenRatio)
+	return append(w.b, '}')
 }

@@ -13,32 +13,32 @@ import (
 const DefaultName = "default"
 
 // Config is a parsed, validated document: a set of named policies and the
-// budgets they share. It never changes once made, so that it can be shared
-// between goroutines freely; [Live] swaps one Config for another.
+// budgets, breakers and throttles they share. It never changes once made,
+// so that it can be shared between goroutines freely; [Live] swaps one
+// Config for another.
 //
 // The zero Config, like a nil *Config, has no policies: its Policy is the
 // zero retry.Policy.
 type Config struct {
-	policies map[string]*entry
-	def      *entry // policies["default"], looked up once
-	budgets  map[string]*budget
-	service  bool // made by ParseServiceConfig: Live.Update parses the same way
+	policies  map[string]*entry
+	def       *entry // policies["default"], looked up once
+	budgets   guards[budgetParams, guard.Budget]
+	breakers  guards[breakerParams, guard.Breaker]
+	throttles guards[throttleParams, guard.Throttle]
+	service   bool // made by ParseServiceConfig: Live.Update parses the same way
 }
 
 // entry is one named policy, with what the document said about it, so that
 // Marshal can write it back as it was written.
 type entry struct {
-	policy  retry.Policy // Budget set from the budget name
-	jitter  string       // canonical text, "" when not set
-	budget  string
-	http    []int
-	grpc    []uint32
-	hedging *Hedging
-}
-
-type budget struct {
-	maxTokens, tokenRatio float64
-	b                     *guard.Budget
+	policy   retry.Policy // Budget, Breaker and Throttle set from their names by bind
+	jitter   string       // as written, "" when not set
+	budget   string       // the names of its guards, "" for none
+	breaker  string
+	throttle string
+	http     []int
+	grpc     []uint32
+	hedging  *Hedging
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a
@@ -133,13 +133,13 @@ func (c *Config) lookup(name string) *entry {
 	return c.def
 }
 
-// bind gives each policy the Budget it names. Parse calls it once, and Live
-// again after it has carried budgets over from the previous Config.
+// bind gives each policy the guards it names. Parse calls it once, and
+// Live again after it has carried guards over from the previous Config.
 func (c *Config) bind() {
 	for _, e := range c.policies {
-		if b, ok := c.budgets[e.budget]; ok && e.budget != "" {
-			e.policy.Budget = b.b
-		}
+		e.policy.Budget = c.budgets.get(e.budget)
+		e.policy.Breaker = c.breakers.get(e.breaker)
+		e.policy.Throttle = c.throttles.get(e.throttle)
 	}
 	c.def = c.policies[DefaultName]
 }

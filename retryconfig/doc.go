@@ -21,7 +21,8 @@
 // baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter
 // ("full", "equal", "decorrelated", "none", or "band:0.3" for
 // [retry.BandJitter] with that spread), retryableStatusCodes, budget (the
-// name of a member of "budgets") and hedging (see [Hedging]). Durations are
+// name of a member of "budgets"), breaker (of "breakers"), throttle (of
+// "throttles") and hedging (see [Hedging]). Durations are
 // strings in Go's form, which includes the proto3 JSON form: "200ms",
 // "1.5s", "0.2s", "1m30s". A bare number is an error, not a guess at a unit.
 // maxAttempts 0 is an error too: write 1 for no retries, or leave the field
@@ -34,19 +35,42 @@
 //
 // A budget is a [guard.Budget] that every policy naming it shares, so that
 // payments' retries stop when payments is failing, whatever the call type.
+// Breakers and throttles are declared and shared the same way:
+//
+//	"breakers": {
+//	  "payments": {"failureRatio": 0.5, "minCalls": 20, "window": "30s", "openFor": "10s", "probes": 3}
+//	},
+//	"throttles": {
+//	  "payments": {"k": 2, "window": "2m", "minRequests": 20, "maxReject": 0.9}
+//	}
+//
+// A breaker's fields are those of [guard.BreakerOptions] in lowerCamel case
+// (failureRatio, minCalls, window, openFor, probes, countAttempts), a
+// throttle's those of [guard.ThrottleOptions] (k, window, minRequests,
+// maxReject), each checked as [guard.NewBreaker] and [guard.NewThrottle]
+// check it. A field left out has the default that its option's zero stands
+// for; a 0 written out is an error, since "minCalls": 0 reads as a breaker
+// that needs no calls, not as the default. A policy names them with
+// "breaker": "payments" and "throttle": "payments", and gets the
+// [guard.Breaker] and [guard.Throttle] in its Breaker and Throttle fields.
 //
 // [Parse] validates the whole document: an unknown field (a typo), a bad
-// value or a reference to a missing budget anywhere rejects all of it, with
-// an error that names the path, such as
-// `policies.payments.maxBackoff: "5" has no unit`. Errors about a policy's
-// fields match [retry.ErrInvalidPolicy] with errors.Is. [ParseServiceConfig]
-// reads a gRPC service config (gRFC A6) into the same [Config].
+// value or a reference to a missing budget, breaker or throttle anywhere
+// rejects all of it, with an error that names the path, such as
+// `policies.payments.maxBackoff: "5" has no unit` or
+// `breakers.payments.failureRatio: 1.5 is not in (0, 1]`. Errors about a
+// policy's fields match [retry.ErrInvalidPolicy] with errors.Is.
+// [ParseServiceConfig] reads a gRPC service config (gRFC A6) into the same
+// [Config].
 //
 // [Config.Policy] returns the named policy, else "default", else the zero
 // Policy. A Config never changes once parsed; [Live] holds the current one
 // and swaps it atomically on [Live.Update], so that a reload never changes a
-// call in flight, and a budget whose parameters did not change keeps its
-// tokens across it.
+// call in flight. A budget, breaker or throttle whose fields did not change
+// is the same object after a reload, with its state: a budget keeps its
+// tokens, an open breaker stays open, a throttle keeps its counts. One
+// whose fields changed, compared as written (a field left out differs
+// from one written at its default), is a new one.
 //
 // Environment variables and flags can override single fields of a
 // document: see [Overrides]. The precedence is flag > environment > file >

@@ -23,6 +23,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2}}], "x": [1, "\u00e9", {"a": null}]}`))
 	f.Add([]byte(`{"budgets": {"b": {"maxTokens": 1e308, "tokenRatio": 1e-300}}, "policies": {"p": {"budget": "b"}}}`))
 	f.Add([]byte(`{},`))
+	f.Add([]byte(guardsDoc))
+	f.Add([]byte(`{"breakers": {"b": {"window": "20ms", "countAttempts": false}}, "throttles": {"t": {"k": 1e3}}, "policies": {"p": {"breaker": "b", "throttle": "t"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := retryconfig.Parse(data)
 		if !json.Valid(data) {

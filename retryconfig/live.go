@@ -15,15 +15,17 @@ import (
 // A call takes its policy once, at its start, with [Live.Policy]; an update
 // never changes a call in flight, which goes on with the policy it took. A
 // rejected update changes nothing: every call keeps the last good Config.
-// Budgets survive an update: a budget whose maxTokens and tokenRatio did not
-// change is the same guard.Budget afterwards, with its tokens, so that a
-// reload during an outage does not hand every client a full bucket.
+// Guards survive an update: a budget, breaker or throttle whose fields did
+// not change is the same guard.Budget, guard.Breaker or guard.Throttle
+// afterwards, with its state, so that a reload during an outage does not
+// hand every client a full bucket, close an open breaker or forget what a
+// throttle has counted.
 //
 // A Live is safe for concurrent use. Policy is a lock-free load of an
 // immutable snapshot; updates are serialized among themselves.
 type Live struct {
 	cur atomic.Pointer[snapshot]
-	mu  sync.Mutex // serializes Update, so that versions and budgets follow one history
+	mu  sync.Mutex // serializes Update, so that versions and guards follow one history
 	ovr *Overrides // under mu: applied to every Config Update accepts
 }
 
@@ -48,7 +50,8 @@ func NewLive(cfg *Config) *Live {
 // Update parses data, as [Parse] does (or as [ParseServiceConfig] does, if
 // the first Config came from it), and makes it the current Config. If data
 // is invalid, it returns the error and keeps the current Config. The new
-// Config takes over every budget of the old one whose parameters it keeps.
+// Config takes over every budget, breaker and throttle of the old one whose
+// fields it keeps.
 func (l *Live) Update(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -91,13 +94,11 @@ func (l *Live) Override(o *Overrides) error {
 }
 
 // store publishes cfg, made from base, after old, carrying over old's
-// budgets.
+// guards.
 func (l *Live) store(old *snapshot, cfg, base *Config) {
-	for name, b := range cfg.budgets {
-		if ob, ok := old.cfg.budgets[name]; ok && ob.b != b.b && ob.maxTokens == b.maxTokens && ob.tokenRatio == b.tokenRatio {
-			b.b = ob.b
-		}
-	}
+	cfg.budgets.carry(old.cfg.budgets)
+	cfg.breakers.carry(old.cfg.breakers)
+	cfg.throttles.carry(old.cfg.throttles)
 	cfg.bind() // cfg is not published yet: binding its policies is safe
 	l.cur.Store(&snapshot{cfg: *cfg, base: base, version: old.version + 1})
 }

@@ -18,21 +18,9 @@ func Marshal(cfg *Config) ([]byte, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	if len(cfg.budgets) > 0 {
-		b = append(b, `  "budgets": {`...)
-		for i, name := range sortedKeys(cfg.budgets) {
-			bu := cfg.budgets[name]
-			b = comma(b, i)
-			b = append(b, "\n    "...)
-			b = appendString(b, name)
-			b = append(b, `: {"maxTokens": `...)
-			b = appendFloat(b, bu.maxTokens)
-			b = append(b, `, "tokenRatio": `...)
-			b = appendFloat(b, bu.tokenRatio)
-			b = append(b, '}')
-		}
-		b = append(b, "\n  },\n"...)
-	}
+	b = appendGuards(b, "budgets", cfg.budgets, appendBudget)
+	b = appendGuards(b, "breakers", cfg.breakers, appendBreaker)
+	b = appendGuards(b, "throttles", cfg.throttles, appendThrottle)
 	b = append(b, `  "policies": {`...)
 	for i, name := range sortedKeys(cfg.policies) {
 		b = comma(b, i)
@@ -48,63 +36,100 @@ func Marshal(cfg *Config) ([]byte, error) {
 	return b, nil
 }
 
-func appendPolicy(b []byte, e *entry) []byte {
-	p := e.policy
-	n := 0
-	field := func(name string) {
-		if n > 0 {
-			b = append(b, ", "...)
-		}
-		n++
+// appendGuards writes the member key of a document, the guards gs, one
+// line each, sorted by name; nothing if there are none.
+func appendGuards[P comparable, G any](b []byte, key string, gs guards[P, G], param func([]byte, P) []byte) []byte {
+	if len(gs) == 0 {
+		return b
+	}
+	b = append(b, "  "...)
+	b = appendString(b, key)
+	b = append(b, ": {"...)
+	for i, name := range sortedKeys(gs) {
+		b = comma(b, i)
+		b = append(b, "\n    "...)
 		b = appendString(b, name)
 		b = append(b, ": "...)
+		b = param(b, gs[name].params)
 	}
-	dur := func(name string, d time.Duration) {
-		if d != 0 {
-			field(name)
-			b = appendString(b, d.String())
-		}
-	}
-	b = append(b, '{')
-	if p.MaxAttempts != 0 {
-		field("maxAttempts")
-		b = strconv.AppendInt(b, int64(p.MaxAttempts), 10)
-	}
-	dur("baseBackoff", p.BaseBackoff)
-	if p.Factor != 0 {
-		field("factor")
-		b = appendFloat(b, p.Factor)
-	}
-	dur("maxBackoff", p.MaxBackoff)
-	dur("maxElapsed", p.MaxElapsed)
-	dur("attemptTimeout", p.AttemptTimeout)
-	if e.jitter != "" {
-		field("jitter")
-		b = appendString(b, canonicalJitter(e.jitter))
-	}
+	return append(b, "\n  },\n"...)
+}
+
+func appendPolicy(b []byte, e *entry) []byte {
+	p := e.policy
+	w := fields{b: append(b, '{')}
+	w.int("maxAttempts", p.MaxAttempts)
+	w.duration("baseBackoff", p.BaseBackoff)
+	w.float("factor", p.Factor)
+	w.duration("maxBackoff", p.MaxBackoff)
+	w.duration("maxElapsed", p.MaxElapsed)
+	w.duration("attemptTimeout", p.AttemptTimeout)
+	w.string("jitter", canonicalJitter(e.jitter))
 	if e.http != nil || e.grpc != nil {
-		field("retryableStatusCodes")
-		b = appendCodes(b, e.http, e.grpc)
+		w.key("retryableStatusCodes")
+		w.b = appendCodes(w.b, e.http, e.grpc)
 	}
-	if e.budget != "" {
-		field("budget")
-		b = appendString(b, e.budget)
-	}
+	w.string("budget", e.budget)
+	w.string("breaker", e.breaker)
+	w.string("throttle", e.throttle)
 	if h := e.hedging; h != nil {
-		field("hedging")
-		b = append(b, `{"maxAttempts": `...)
-		b = strconv.AppendInt(b, int64(h.MaxAttempts), 10)
-		if h.Delay != 0 {
-			b = append(b, `, "hedgingDelay": `...)
-			b = appendString(b, h.Delay.String())
-		}
+		w.key("hedging")
+		hw := fields{b: append(w.b, '{')}
+		hw.int("maxAttempts", h.MaxAttempts)
+		hw.duration("hedgingDelay", h.Delay)
 		if h.NonFatalCodes != nil {
-			b = append(b, `, "nonFatalStatusCodes": `...)
-			b = appendCodes(b, nil, h.NonFatalCodes)
+			hw.key("nonFatalStatusCodes")
+			hw.b = appendCodes(hw.b, nil, h.NonFatalCodes)
 		}
-		b = append(b, '}')
+		w.b = append(hw.b, '}')
 	}
-	return append(b, '}')
+	return append(w.b, '}')
+}
+
+// fields writes the members of a JSON object on one line, each but the
+// first after ", ". A number, duration or string at zero is left out, as
+// a document leaves out a field at its default.
+type fields struct {
+	b []byte
+	n int
+}
+
+// key writes the name of the next member.
+func (f *fields) key(name string) {
+	if f.n > 0 {
+		f.b = append(f.b, ", "...)
+	}
+	f.n++
+	f.b = appendString(f.b, name)
+	f.b = append(f.b, ": "...)
+}
+
+func (f *fields) int(name string, n int) {
+	if n != 0 {
+		f.key(name)
+		f.b = strconv.AppendInt(f.b, int64(n), 10)
+	}
+}
+
+func (f *fields) float(name string, x float64) {
+	if x != 0 {
+		f.key(name)
+		f.b = appendFloat(f.b, x)
+	}
+}
+
+func (f *fields) duration(name string, d time.Duration) {
+	if d != 0 {
+		f.key(name)
+		f.b = appendString(f.b, d.String())
+	}
+}
+
+func (f *fields) string(name, s string) {
+	if s != "" {
+		f.key(name)
+		f.b = appendString(f.b, s)
+	}
 }
 
 func appendCodes(b []byte, http []int, grpc []uint32) []byte {

@@ -12,7 +12,7 @@ import (
 )
 
 // samePolicies checks that a and b define the same policies, with budgets
-// of the same size.
+// of the same size, and breakers and throttles where the other has them.
 func samePolicies(t *testing.T, a, b *retryconfig.Config) {
 	t.Helper()
 	require.Equal(t, a.Names(), b.Names())
@@ -22,7 +22,11 @@ func samePolicies(t *testing.T, a, b *retryconfig.Config) {
 		if pa.Budget != nil {
 			assert.Equal(t, pa.Budget.Tokens(), pb.Budget.Tokens(), n)
 		}
+		require.Equal(t, pa.Breaker == nil, pb.Breaker == nil, n)
+		require.Equal(t, pa.Throttle == nil, pb.Throttle == nil, n)
 		pa.Budget, pb.Budget = nil, nil
+		pa.Breaker, pb.Breaker = nil, nil
+		pa.Throttle, pb.Throttle = nil, nil
 		assert.Equal(t, pa, pb, n)
 		assert.Equal(t, a.HTTPStatusCodes(n), b.HTTPStatusCodes(n), n)
 		assert.Equal(t, a.GRPCCodes(n), b.GRPCCodes(n), n)

@@ -16,10 +16,12 @@ import (
 // The precedence is flag > environment > file > the Policy's default,
 // whatever the order in which Overrides was filled. A field is named as in
 // the document (maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed,
-// attemptTimeout, jitter, retryableStatusCodes, budget); its value is
-// written as in the document but without JSON quotes: "2s", "band:0.3",
-// "503,429" or "UNAVAILABLE". An override of a policy that the document does
-// not define adds it.
+// attemptTimeout, jitter, retryableStatusCodes, budget, breaker,
+// throttle); its value is written as in the document but without JSON
+// quotes: "2s", "band:0.3", "503,429" or "UNAVAILABLE". An override of a
+// policy that the document does not define adds it. Overrides set the
+// fields of policies only: a budget, breaker or throttle that a policy
+// names must be declared by the document, whose fields hold its options.
 //
 // The zero Overrides has none. *Overrides implements flag.Value, so that
 // one repeatable flag sets any field:
@@ -112,7 +114,7 @@ func (o *Overrides) FromEnv(prefix string, environ []string) error {
 // fieldNames are the fields an override can set; hedging cannot, being an
 // object.
 var fieldNames = [...]string{"maxAttempts", "baseBackoff", "factor", "maxBackoff", "maxElapsed",
-	"attemptTimeout", "jitter", "retryableStatusCodes", "budget"}
+	"attemptTimeout", "jitter", "retryableStatusCodes", "budget", "breaker", "throttle"}
 
 // envName turns "maxAttempts" or "payments-eu" into "MAX_ATTEMPTS" or
 // "PAYMENTS_EU".
@@ -183,10 +185,8 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	c := &Config{policies: make(map[string]*entry, len(cfg.policies)), budgets: maps.Clone(cfg.budgets), service: cfg.service}
-	if c.budgets == nil {
-		c.budgets = map[string]*budget{}
-	}
+	c := &Config{policies: make(map[string]*entry, len(cfg.policies)), budgets: maps.Clone(cfg.budgets),
+		breakers: maps.Clone(cfg.breakers), throttles: maps.Clone(cfg.throttles), service: cfg.service}
 	for n, e := range cfg.policies {
 		cp := *e
 		c.policies[n] = &cp
@@ -214,11 +214,9 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 	}
 	for name := range touched {
 		e := c.policies[name]
-		if e.budget != "" && c.budgets[e.budget] == nil {
-			p.add("policies."+name+".budget", true, "%q is not a member of budgets", e.budget)
-			continue
+		if c.checkRefs(name, e, &p) {
+			checkPolicy(name, &e.policy, &p)
 		}
-		checkPolicy(name, &e.policy, &p)
 	}
 	if err := p.err("invalid overrides"); err != nil {
 		return nil, err

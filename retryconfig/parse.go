@@ -24,7 +24,7 @@ func Parse(data []byte) (*Config, error) {
 }
 
 func parseDoc(data []byte, p *problems) *Config {
-	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}}
+	c := &Config{}
 	root, err := decode(data)
 	if err != nil { // invalid JSON is the only problem worth reporting
 		p.add("", false, "%v", err)
@@ -59,9 +59,13 @@ func parseDoc(data []byte, p *problems) *Config {
 				policies = append(policies, named{pm.key, e})
 			}
 		case "budgets":
-			parseBudgets(c, m.val, p)
+			c.budgets = parseGuards(budgetKind, m.val, p)
+		case "breakers":
+			c.breakers = parseGuards(breakerKind, m.val, p)
+		case "throttles":
+			c.throttles = parseGuards(throttleKind, m.val, p)
 		default:
-			p.add(m.key, false, "unknown field (want policies or budgets)")
+			p.add(m.key, false, "unknown field (want policies, budgets, breakers or throttles)")
 		}
 	}
 	c.policies = make(map[string]*entry, len(policies))
@@ -70,57 +74,10 @@ func parseDoc(data []byte, p *problems) *Config {
 			p.add("policies", false, "%q appears twice", n.name)
 			continue
 		}
-		if n.e.budget != "" { // budgets may come after the policies
-			if _, ok := c.budgets[n.e.budget]; !ok {
-				p.add("policies."+n.name+".budget", true, "%q is not a member of budgets", n.e.budget)
-			}
-		}
+		c.checkRefs(n.name, n.e, p) // the guards may come after the policies
 		c.policies[n.name] = n.e
 	}
 	return c
-}
-
-func parseBudgets(c *Config, v *value, p *problems) {
-	bs, err := object(v)
-	if err != nil {
-		p.add("budgets", false, "%v", err)
-		return
-	}
-	for _, m := range bs {
-		path := "budgets." + m.key
-		if m.key == "" {
-			p.add(path, false, "a budget needs a name")
-			continue
-		}
-		fields, err := object(m.val)
-		if err != nil {
-			p.add(path, false, "%v", err)
-			continue
-		}
-		b := &budget{maxTokens: 10, tokenRatio: 0.1}
-		for _, f := range fields {
-			var err error
-			switch f.key {
-			case "maxTokens":
-				b.maxTokens, err = number(f.val)
-			case "tokenRatio":
-				b.tokenRatio, err = number(f.val)
-			default:
-				p.add(path+"."+f.key, false, "unknown field (want maxTokens or tokenRatio)")
-				continue
-			}
-			if err != nil {
-				p.add(path+"."+f.key, false, "%v", err)
-			}
-		}
-		nb, err := newBudget(b.maxTokens, b.tokenRatio)
-		if err != nil {
-			p.add(path, false, "%s", err.Error())
-			continue
-		}
-		b.b = nb
-		c.budgets[m.key] = b
-	}
 }
 
 // parsePolicy reads the policy of our format named name, the value v, into
@@ -143,7 +100,7 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	}
 }
 
-var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget or hedging)")
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget, breaker, throttle or hedging)")
 
 // set sets one field of a policy of our format from its JSON value.
 func (e *entry) set(key string, v *value) error {
@@ -197,12 +154,18 @@ func (e *entry) set(key string, v *value) error {
 		}
 	case "budget":
 		var s string
-		s, err = str(v)
-		if err == nil && s == "" {
-			err = errorf("the empty name is no budget: leave the field out")
-		}
-		if err == nil {
+		if s, err = guardName(v, key); err == nil {
 			e.budget = s
+		}
+	case "breaker":
+		var s string
+		if s, err = guardName(v, key); err == nil {
+			e.breaker = s
+		}
+	case "throttle":
+		var s string
+		if s, err = guardName(v, key); err == nil {
+			e.throttle = s
 		}
 	case "hedging":
 		var h *Hedging

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // ThrottlingBudget is the name of the budget that a service config's
@@ -44,7 +45,7 @@ const ThrottlingBudget = "retryThrottling"
 // config written for a newer gRPC still loads.
 func ParseServiceConfig(data []byte) (*Config, error) {
 	var p problems
-	c := &Config{policies: map[string]*entry{}, budgets: map[string]*budget{}, service: true}
+	c := &Config{policies: map[string]*entry{}, service: true}
 	root, err := decode(data)
 	var top []member
 	if err == nil {
@@ -94,7 +95,7 @@ func parseThrottling(c *Config, v *value, p *problems) {
 		p.add(path, false, "%v", err)
 		return
 	}
-	b := &budget{}
+	var b budgetParams
 	for _, f := range fields {
 		var err error
 		switch f.key {
@@ -116,13 +117,12 @@ func parseThrottling(c *Config, v *value, p *problems) {
 			return
 		}
 	}
-	nb, err := newBudget(b.maxTokens, b.tokenRatio)
+	nb, err := newBudget(b)
 	if err != nil {
-		p.add(path, false, "%s", err.Error())
+		p.add(path, false, "%v", err)
 		return
 	}
-	b.b = nb
-	c.budgets[ThrottlingBudget] = b
+	c.budgets = guards[budgetParams, guard.Budget]{ThrottlingBudget: {params: b, g: nb}}
 }
 
 func parseMethodConfig(c *Config, path string, v *value, p *problems) {

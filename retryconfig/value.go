@@ -36,7 +36,7 @@ const (
 // value is one JSON value of a document.
 type value struct {
 	kind    kind
-	text    string   // a string's value, or a number's text as written
+	text    string   // a string's value, a number's text as written, "true" or "false"
 	raw     []byte   // the value as written, a slice of the document, for error messages
 	members []member // an object's, in document order
 	elems   []*value // an array's
@@ -116,7 +116,7 @@ func (d *decoder) value(depth int) (*value, error) {
 	case json.Number:
 		v.kind, v.text = kindNumber, string(t)
 	case bool:
-		v.kind = kindBool
+		v.kind, v.text = kindBool, strconv.FormatBool(t)
 	case nil:
 		v.kind = kindNull
 	}
@@ -233,6 +233,14 @@ func str(v *value) (string, error) {
 		return "", fmt.Errorf("%s is not a string", describe(v))
 	}
 	return v.text, nil
+}
+
+// boolean returns the value of true or false.
+func boolean(v *value) (bool, error) {
+	if v.kind != kindBool {
+		return false, fmt.Errorf("%s is not true or false", describe(v))
+	}
+	return v.text == "true", nil
 }
 
 // integer returns a JSON number that is a whole number within int32,
