@@ -70,7 +70,9 @@
 // is the same object after a reload, with its state: a budget keeps its
 // tokens, an open breaker stays open, a throttle keeps its counts. One
 // whose fields changed, compared as written (a field left out differs
-// from one written at its default), is a new one.
+// from one written at its default), is a new one. [Live.Subscribe] calls a
+// func after each update that Live accepts, in order of versions, before
+// Update returns.
 //
 // Environment variables and flags can override single fields of a
 // document: see [Overrides]. The precedence is flag > environment > file >

@@ -21,12 +21,15 @@ import (
 // hand every client a full bucket, close an open breaker or forget what a
 // throttle has counted.
 //
+// [Live.Subscribe] calls a func after each accepted update, in order.
+//
 // A Live is safe for concurrent use. Policy is a lock-free load of an
 // immutable snapshot; updates are serialized among themselves.
 type Live struct {
-	cur atomic.Pointer[snapshot]
-	mu  sync.Mutex // serializes Update, so that versions and guards follow one history
-	ovr *Overrides // under mu: applied to every Config Update accepts
+	cur  atomic.Pointer[snapshot]
+	mu   sync.Mutex // serializes Update, so that versions and guards follow one history
+	ovr  *Overrides // under mu: applied to every Config Update accepts
+	subs subscribers
 }
 
 type snapshot struct {
@@ -51,7 +54,8 @@ func NewLive(cfg *Config) *Live {
 // the first Config came from it), and makes it the current Config. If data
 // is invalid, it returns the error and keeps the current Config. The new
 // Config takes over every budget, breaker and throttle of the old one whose
-// fields it keeps.
+// fields it keeps. Update calls the subscribers (see [Live.Subscribe])
+// before it returns.
 func (l *Live) Update(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -70,7 +74,7 @@ func (l *Live) Update(data []byte) error {
 			return err
 		}
 	}
-	l.store(old, cfg, base)
+	l.subs.notify(l.store(old, cfg, base))
 	return nil
 }
 
@@ -78,7 +82,8 @@ func (l *Live) Update(data []byte) error {
 // Update accepts from now on, so that a flag or an environment variable
 // keeps its precedence over the file across reloads. It counts as an
 // update: it returns an error and changes nothing if o makes a policy
-// invalid. Later changes to o have no effect; call Override again.
+// invalid, and calls the subscribers when it does not. Later changes to o
+// have no effect; call Override again.
 func (l *Live) Override(o *Overrides) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,18 +94,20 @@ func (l *Live) Override(o *Overrides) error {
 		return err
 	}
 	l.ovr = o
-	l.store(old, cfg, old.base)
+	l.subs.notify(l.store(old, cfg, old.base))
 	return nil
 }
 
 // store publishes cfg, made from base, after old, carrying over old's
-// guards.
-func (l *Live) store(old *snapshot, cfg, base *Config) {
+// guards, and returns the new snapshot.
+func (l *Live) store(old *snapshot, cfg, base *Config) *snapshot {
 	cfg.budgets.carry(old.cfg.budgets)
 	cfg.breakers.carry(old.cfg.breakers)
 	cfg.throttles.carry(old.cfg.throttles)
 	cfg.bind() // cfg is not published yet: binding its policies is safe
-	l.cur.Store(&snapshot{cfg: *cfg, base: base, version: old.version + 1})
+	snap := &snapshot{cfg: *cfg, base: base, version: old.version + 1}
+	l.cur.Store(snap)
+	return snap
 }
 
 // Policy returns the current Config's Policy(name). It does not lock or
