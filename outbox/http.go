@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
-	"strconv"
 	"time"
 
 	"github.com/stormguard/retry"
@@ -100,10 +99,14 @@ const maxStillRunning = time.Minute
 //
 // A 2xx or 3xx answer ends the op. A 409 with Retry-After, which package
 // idempotency sends while an earlier attempt under the same key is still
-// running, is a wait and does not count as an attempt. Retryable statuses
-// (those of retryhttp.DefaultClassifier: 408, 429, 502, 503, 504) are
-// retried, after their Retry-After; any other status of 400 or more ends
-// the op as failed, with a *retryhttp.StatusError.
+// running, is a wait and does not count as an attempt. Any other status of
+// 400 or more fails the attempt with a *retryhttp.StatusError, headers
+// included, and the Outbox's policy judges it: without a Classifier of its
+// own, the statuses retryhttp.DefaultClassifier retries (408, 429, 502,
+// 503, 504) or the kind's retryableStatusCodes from Options.Policies are
+// retried after their Retry-After, and the others end the op. A refusal
+// by the Transport's own guards (a breaker, a throttle, a hold) is a wait,
+// not an attempt: see Options.Guards.
 func HTTPHandler(client *http.Client, prepare func(ctx context.Context, r *http.Request) error) Handler {
 	if client == nil {
 		client = &http.Client{Transport: &retryhttp.Transport{}}
@@ -132,7 +135,7 @@ func HTTPHandler(client *http.Client, prepare func(ctx context.Context, r *http.
 			// status it would retry as an error.
 			var se *retryhttp.StatusError
 			if errors.As(err, &se) && se.StatusCode == http.StatusConflict && se.Header.Get("Retry-After") != "" {
-				return &stillRunning{after: retryAfter(se.Header.Get("Retry-After"), time.Now())}
+				return &stillRunning{after: stillRunningFor(se.Header.Get("Retry-After"))}
 			}
 			return err
 		}
@@ -143,17 +146,9 @@ func HTTPHandler(client *http.Client, prepare func(ctx context.Context, r *http.
 		case s < 400:
 			return nil
 		case s == http.StatusConflict && resp.Header.Get("Retry-After") != "":
-			return &stillRunning{after: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+			return &stillRunning{after: stillRunningFor(resp.Header.Get("Retry-After"))}
 		default:
-			err := &retryhttp.StatusError{StatusCode: s}
-			d := retryhttp.DefaultClassifier(ctx, retry.Attempt{Number: 1, Err: err})
-			if !d.Retry {
-				return retry.Permanent(err)
-			}
-			if ra := resp.Header.Get("Retry-After"); ra != "" {
-				return retry.RetryAfter(err, retryAfter(ra, time.Now()))
-			}
-			return err
+			return &retryhttp.StatusError{StatusCode: s, Header: resp.Header}
 		}
 	}
 }
@@ -166,17 +161,11 @@ func (e *stillRunning) Error() string {
 	return "outbox: 409 Conflict: an earlier attempt under this key is still running"
 }
 
-// retryAfter parses a Retry-After value (delta-seconds or an HTTP-date),
-// clamped to [0, maxStillRunning]; one it cannot read counts as 1s.
-func retryAfter(v string, now time.Time) time.Duration {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0
-		}
-		return min(time.Duration(min(n, int64(maxStillRunning/time.Second)))*time.Second, maxStillRunning)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(now), 0), maxStillRunning)
+// stillRunningFor is the wait a 409's Retry-After asks for, at most
+// maxStillRunning; one the parser cannot read counts as 1s.
+func stillRunningFor(v string) time.Duration {
+	if d, ok := retryhttp.ParseRetryAfter(v, time.Now(), maxStillRunning); ok {
+		return d
 	}
 	return time.Second
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/guard"
+	"github.com/stormguard/retry/retryconfig"
 )
 
 // Options configure an [Outbox]. The zero Options are ready to use.
@@ -18,6 +19,14 @@ type Options struct {
 	// refusal is a wait, never an attempt (see Guards). MaxElapsed, OnRetry
 	// and OnDone are not used: an op's NotAfter bounds it.
 	Policy retry.Policy
+
+	// Policies, if set, takes the place of Policy: each attempt takes the
+	// policy named by its op's Kind (else "default") from the Config
+	// current when the attempt starts, so that a reload reaches the ops
+	// already pending, with the retryableStatusCodes the Config lists for
+	// it (see HTTPHandler) [none]. The Config's breakers, throttles and
+	// budgets apply as the Policy's own do.
+	Policies *retryconfig.Live
 
 	// Guards gives each kind of op (Op.Kind) a Budget, a Breaker and a
 	// Throttle of its own from its sets, for a Policy without one, and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/guard"
+	"github.com/stormguard/retry/retryconfig"
 )
 
 // Handler makes one attempt of an op. It returns nil when the op has had
@@ -44,11 +45,10 @@ type Outbox struct {
 	j           Journal
 	policy      retry.Policy
 	guards      guard.Keyed
-	classifier  retry.Classifier
+	policies    *retryconfig.Live
 	clock       retry.Clock
 	horizon     time.Duration
 	concurrency int
-	maxAttempts int
 
 	mu       sync.Mutex
 	handlers map[string]Handler
@@ -119,11 +119,10 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		j:           j,
 		policy:      opts.Policy,
 		guards:      opts.Guards,
-		classifier:  opts.Policy.Classifier,
+		policies:    opts.Policies,
 		clock:       opts.Clock,
 		horizon:     opts.Horizon,
 		concurrency: opts.Concurrency,
-		maxAttempts: opts.Policy.MaxAttempts,
 		handlers:    make(map[string]Handler),
 		ops:         make(map[string]*item),
 		parked:      make(map[string][]*item),
@@ -148,22 +147,13 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("outbox: Options.Policy: %w", err)
 	}
-	if o.maxAttempts == 0 {
-		o.maxAttempts = defaultMaxAttempts
-	}
-	if o.classifier == nil {
-		o.classifier = retry.DefaultClassifier
-	}
 	if o.clock == nil {
 		o.clock = opts.Policy.Clock
 	}
 	if o.clock == nil {
 		o.clock = realClock{}
 	}
-	// The policy that Run's steps read: valid as checked, on the Outbox's
-	// clock, without the hooks it does not call.
-	o.policy = check
-	o.policy.Clock, o.policy.OnRetry, o.policy.OnDone = o.clock, nil, nil
+	o.policy = o.fill(check)
 	if sj, ok := j.(SharedJournal); ok {
 		// Ops are claimed as they fall due, not loaded (shared.go).
 		var err error

@@ -116,15 +116,16 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	e := p.e
 	o.mu.Unlock()
 	now := o.clock.Now()
+	pol := o.policyFor(e.Op.Kind)
 	switch {
 	case !now.Before(e.Op.NotAfter):
 		return o.finish(ctx, p, e, Failed, whyNotAfter, p.err)
-	case o.maxAttempts > 0 && e.Attempts >= o.maxAttempts:
-		// Only after a crash cut the last attempt short.
+	case pol.MaxAttempts > 0 && e.Attempts >= pol.MaxAttempts:
+		// Only after a crash cut the last attempt short, or a reload
+		// lowered MaxAttempts.
 		return o.finish(ctx, p, e, Failed, whyUsedUp, p.err)
 	}
 	// The guards go first: a refusal is a wait, not an attempt.
-	pol := o.policy.WithGuards(&o.guards, e.Op.Kind)
 	var gc guard.Call
 	defer gc.Abandon() // an attempt that does not end in a verdict counts as nothing
 	if w, why, ok := o.admit(&gc, &pol, e, now); !ok {
@@ -142,7 +143,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		return errors.Join(err, o.requeue(p, prev))
 	}
 	hctx, release := ctx, context.CancelFunc(func() {})
-	if t := o.policy.AttemptTimeout; t > 0 {
+	if t := pol.AttemptTimeout; t > 0 {
 		hctx, release = o.clock.WithDeadline(ctx, now.Add(t))
 	}
 	start := o.clock.Now()
@@ -169,7 +170,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	// An attempt that ended on its own is judged and counted, even when Run
 	// is being stopped meanwhile.
 	ctx = context.WithoutCancel(ctx)
-	if w, why, ok := o.uncounted(err, prev); ok {
+	if w, why, ok := uncounted(&pol, err, prev); ok {
 		// It did nothing (a snooze, a refusal below, a 409 of an earlier
 		// attempt still running): the attempt is given back.
 		return o.snooze(ctx, p, prev, end.Add(w), why, err)
@@ -192,7 +193,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	case retry.StopBudget:
 		// The Budget refuses a retry now: the op waits its backoff and
 		// asks again, uncounted, rather than die for it.
-		v.Wait = addWait(v.RetryAfter, o.backoff(e))
+		v.Wait = addWait(v.RetryAfter, backoff(&pol, e))
 	case retry.StopNotRetryable:
 		why = reason(a.Reason, "permanent")
 		e.Trace = endAttempt(e.Trace, end.Sub(start), why, retry.StopNotRetryable)

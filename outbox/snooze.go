@@ -14,8 +14,9 @@ var ErrSnoozed = errors.New("outbox: snoozed")
 
 // Snooze returns the error a Handler returns for "not now, and not an
 // attempt: come back after d", as River's JobSnooze: the op is run again
-// after d (at most Policy.MaxBackoff's default of 5s if d is not
-// positive), its attempt is given back, and it is never dead-lettered for
+// after d (a d that is not positive stands for the op's next jittered
+// backoff, so that a snoozing handler cannot spin), its attempt is given
+// back, and it is never dead-lettered for
 // it, though its NotAfter still ends it. The Outbox snoozes an op by
 // itself whenever a guard refuses it before it was sent: see
 // [Options.Guards].
@@ -35,27 +36,30 @@ func (e *snoozeError) Is(target error) bool { return target == ErrSnoozed }
 // Snooze, a 409 of an earlier attempt still running, or a refusal by a
 // guard below (a retry.Do's or a retryhttp.Transport's Breaker, Throttle
 // or hold) before anything was sent.
-func (o *Outbox) uncounted(err error, e Entry) (time.Duration, string, bool) {
+func uncounted(p *retry.Policy, err error, e Entry) (time.Duration, string, bool) {
 	var sz *snoozeError
 	if errors.As(err, &sz) {
+		if sz.after <= 0 {
+			return backoff(p, e), sz.reason, true
+		}
 		return sz.after, sz.reason, true
 	}
 	var sr *stillRunning
 	if errors.As(err, &sr) {
 		// Spread by the Jitter, as retryhttp spreads a Retry-After.
-		return sr.after + o.policy.Wait(1, 0, rand.Float64()), "earlier attempt still running", true
+		return sr.after + p.Wait(1, 0, rand.Float64()), "earlier attempt still running", true
 	}
 	var held *guard.HeldError
 	if errors.As(err, &held) {
-		return held.Left + o.backoff(e), "held back (Retry-After); not sent", true
+		return held.Left + backoff(p, e), "held back (Retry-After); not sent", true
 	}
 	var se *retry.StopError
 	if errors.As(err, &se) && se.Attempts == 0 {
 		switch se.Stop {
 		case retry.StopBreakerOpen:
-			return o.backoff(e), "circuit breaker open; not sent", true
+			return backoff(p, e), "circuit breaker open; not sent", true
 		case retry.StopThrottled:
-			return o.backoff(e), "throttled; not sent", true
+			return backoff(p, e), "throttled; not sent", true
 		}
 	}
 	return 0, "", false
@@ -64,8 +68,8 @@ func (o *Outbox) uncounted(err error, e Entry) (time.Duration, string, bool) {
 // backoff is the wait before an op refused by a guard asks again: its
 // next jittered backoff, so that the ops a guard refused together do not
 // come back together.
-func (o *Outbox) backoff(e Entry) time.Duration {
-	return o.policy.Wait(max(e.Attempts, 1), e.LastWait, rand.Float64())
+func backoff(p *retry.Policy, e Entry) time.Duration {
+	return p.Wait(max(e.Attempts, 1), e.LastWait, rand.Float64())
 }
 
 // admit asks the guards of p, the Policy of e's kind, whether e's next
@@ -75,11 +79,11 @@ func (o *Outbox) backoff(e Entry) time.Duration {
 func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (time.Duration, string, bool) {
 	if h := o.guards.Holds; h != nil {
 		if until := h.Until(e.Op.Kind); now.Before(until) {
-			return until.Sub(now) + o.backoff(e), "held back (Retry-After); not sent", false
+			return until.Sub(now) + backoff(p, e), "held back (Retry-After); not sent", false
 		}
 	}
 	if p.Budget != nil && e.Attempts > 0 && !p.Budget.AllowRetry() {
-		return o.backoff(e), "retry budget exhausted; not sent", false
+		return backoff(p, e), "retry budget exhausted; not sent", false
 	}
 	if p.Breaker == nil && p.Throttle == nil {
 		return 0, "", true
@@ -87,9 +91,9 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 	c.Start(p.Throttle, p.Breaker)
 	switch c.Admit(1) { // each attempt of a durable op is a call of its own: it may probe
 	case guard.RefusedByThrottle:
-		return o.backoff(e), "throttled; not sent", false
+		return backoff(p, e), "throttled; not sent", false
 	case guard.RefusedByBreaker, guard.RefusedRestart:
-		w := o.backoff(e)
+		w := backoff(p, e)
 		if at := p.Breaker.HalfOpensAt(); !at.IsZero() {
 			w = max(w, at.Sub(now))
 		}

@@ -68,7 +68,7 @@ func (c *call) noteHold(resp *http.Response, sent guard.HoldEpoch) {
 			return
 		}
 		now := clocks.Now(c.clk)
-		if d, ok := parseRetryAfter(v, now, c.t.maxRetryAfter()); ok {
+		if d, ok := ParseRetryAfter(v, now, c.t.maxRetryAfter()); ok {
 			c.t.holds().Hold(c.origin(), now, d) // parseRetryAfter caps d at MaxRetryAfter
 			c.logHold(true)
 		}

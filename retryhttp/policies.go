@@ -8,9 +8,12 @@ import (
 	"github.com/stormguard/retry/retryconfig"
 )
 
-// namedPolicy is the policy name of cfg, with a Classifier for its
-// retryableStatusCodes when it lists them.
-func namedPolicy(cfg *retryconfig.Config, name string) retry.Policy {
+// NamedPolicy returns cfg's policy name ("" for "default"), with a
+// Classifier for its retryableStatusCodes when it lists them and the policy
+// has no Classifier: the policy a Transport with Policies gives a request
+// of that name, for another integration (the outbox) to judge HTTP answers
+// alike.
+func NamedPolicy(cfg *retryconfig.Config, name string) retry.Policy {
 	if name == "" {
 		name = retryconfig.DefaultName
 	}

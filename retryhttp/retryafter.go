@@ -24,7 +24,7 @@ const defaultMaxRetryAfter = time.Minute
 func (c *call) retryAfter(h http.Header, d retry.Decision) retry.Decision {
 	limit := c.t.maxRetryAfter()
 	if v := h.Get("Retry-After"); v != "" {
-		if after, ok := parseRetryAfter(v, clocks.Now(c.clk), limit); ok {
+		if after, ok := ParseRetryAfter(v, clocks.Now(c.clk), limit); ok {
 			d.RetryAfter = max(d.RetryAfter, after)
 		}
 	}
@@ -34,13 +34,15 @@ func (c *call) retryAfter(h http.Header, d retry.Decision) retry.Decision {
 	return d
 }
 
-// parseRetryAfter returns the wait that a Retry-After value v asks for at
+// ParseRetryAfter returns the wait that a Retry-After value v asks for at
 // time now, clamped to [0, limit], and whether v is well-formed: either
-// delta-seconds (1*DIGIT) or an HTTP-date in any of the three formats of RFC
-// 9110 §5.6.7. A date in the past asks for no wait; a number too large for
-// any clock asks for limit. Anything else, a negative or fractional number
-// included, is malformed and ignored by the caller. limit must be positive.
-func parseRetryAfter(v string, now time.Time, limit time.Duration) (time.Duration, bool) {
+// delta-seconds (1*DIGIT) or an HTTP-date in any of the three formats of
+// RFC 9110 §5.6.7. A date in the past asks for no wait; a number too large
+// for any clock asks for limit. Anything else ("+5", "-1", "1.5", text) is
+// malformed, to be ignored. limit must be positive. It is the one parser
+// of the header in this module: the Transport's holds and waits and the
+// outbox's use it.
+func ParseRetryAfter(v string, now time.Time, limit time.Duration) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false

@@ -44,9 +44,9 @@ func TestParseRetryAfter(t *testing.T) {
 		{"2026-03-01T12:00:30Z", 0, false},                         // not an HTTP-date
 	}
 	for _, tt := range tests {
-		got, ok := parseRetryAfter(tt.in, now, limit)
+		got, ok := ParseRetryAfter(tt.in, now, limit)
 		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("parseRetryAfter(%q) = %v, %v, want %v, %v", tt.in, got, ok, tt.want, tt.wantOK)
+			t.Errorf("ParseRetryAfter(%q) = %v, %v, want %v, %v", tt.in, got, ok, tt.want, tt.wantOK)
 		}
 	}
 }
@@ -66,17 +66,17 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if lim <= 0 { // the doc requires a positive limit; MaxRetryAfter makes one
 			lim = defaultMaxRetryAfter
 		}
-		got, ok := parseRetryAfter(v, now, lim)
+		got, ok := ParseRetryAfter(v, now, lim)
 		if got < 0 || got > lim || (!ok && got != 0) {
-			t.Fatalf("parseRetryAfter(%q, limit %v) = %v, %v: out of range", v, lim, got, ok)
+			t.Fatalf("ParseRetryAfter(%q, limit %v) = %v, %v: out of range", v, lim, got, ok)
 		}
 		want, wantOK := retryAfterOracle(v, now, lim)
 		if got != want || ok != wantOK {
-			t.Fatalf("parseRetryAfter(%q, limit %v) = %v, %v, want %v, %v", v, lim, got, ok, want, wantOK)
+			t.Fatalf("ParseRetryAfter(%q, limit %v) = %v, %v, want %v, %v", v, lim, got, ok, want, wantOK)
 		}
 		padded := " \t" + v + "\t "
-		if g, o := parseRetryAfter(padded, now, lim); g != got || o != ok {
-			t.Fatalf("parseRetryAfter(%q, limit %v) = %v, %v, want %v, %v as unpadded", padded, lim, g, o, got, ok)
+		if g, o := ParseRetryAfter(padded, now, lim); g != got || o != ok {
+			t.Fatalf("ParseRetryAfter(%q, limit %v) = %v, %v, want %v, %v as unpadded", padded, lim, g, o, got, ok)
 		}
 
 		// A date within 40 years of now, which RFC 850's two-digit year
@@ -86,8 +86,8 @@ func FuzzParseRetryAfter(f *testing.F) {
 		date := now.Add(ahead)
 		for _, layout := range []string{http.TimeFormat, rfc850GMT, time.ANSIC} {
 			s := date.Format(layout)
-			if g, o := parseRetryAfter(s, now, lim); g != wantDate || !o {
-				t.Fatalf("parseRetryAfter(%q, limit %v) = %v, %v, want %v, true", s, lim, g, o, wantDate)
+			if g, o := ParseRetryAfter(s, now, lim); g != wantDate || !o {
+				t.Fatalf("ParseRetryAfter(%q, limit %v) = %v, %v, want %v, true", s, lim, g, o, wantDate)
 			}
 		}
 	})

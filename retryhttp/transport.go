@@ -210,7 +210,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if opts.policy != nil {
 		p = *opts.policy
 	} else if t.Policies != nil {
-		p = namedPolicy(t.Policies.Config(), opts.policyName)
+		p = NamedPolicy(t.Policies.Config(), opts.policyName)
 	}
 	c.clk = p.Clock
 	if p.Classifier == nil {
