@@ -2,6 +2,7 @@ package guard
 
 import (
 	"cmp"
+	"iter"
 	"math"
 	"sync/atomic"
 )
@@ -172,3 +173,7 @@ func (bs *Budgets) Get(key string) *Budget {
 func (bs *Budgets) make(string) *Budget {
 	return &Budget{maxTokens: bs.maxTokens, ratio: bs.ratio}
 }
+
+// All yields the keys held when it is ranged over, in order, with their
+// Budgets: for metrics and debug pages.
+func (bs *Budgets) All() iter.Seq2[string, *Budget] { return bs.k.all() }

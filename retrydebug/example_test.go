@@ -122,9 +122,44 @@ func ExampleRecorder_Budget() {
 	rec.Budget("payments", budget)
 	p := retry.Policy{Budget: budget, MaxAttempts: 3, OnDone: rec.OnDone("payments.charge")}
 	_, _ = retrytest.Do(context.Background(), func(context.Context) error { return errors.New("503") }, p)
-	fmt.Println(rec.Snapshot().Budgets)
+	for _, b := range rec.Snapshot().Budgets {
+		fmt.Println(b.Name, b.Tokens)
+	}
 	// Output:
-	// [{payments 7}]
+	// payments 7
+}
+
+// Guards registers the sets of a guard.Keyed in one call: each key of the
+// Budgets shows its tokens, the emptiest first, and each key of the
+// Breakers and Throttles its state.
+func ExampleRecorder_Guards() {
+	rec := retrydebug.NewRecorder(0, 0)
+	budgets, _ := guard.NewBudgets(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}, 100)
+	breakers, _ := guard.NewBreakers(guard.BreakerOptions{}, 100)
+	k := guard.Keyed{Budgets: budgets, Breakers: breakers}
+	rec.Guards("origins", k)
+	for _, origin := range []string{"https://a.example", "https://b.example"} {
+		p := retry.Policy{MaxAttempts: 3}.WithGuards(&k, origin)
+		fails := origin == "https://b.example"
+		_, _ = retrytest.Do(context.Background(), func(context.Context) error {
+			if fails {
+				return errors.New("503")
+			}
+			return nil
+		}, p)
+	}
+	s := rec.Snapshot()
+	for _, b := range s.Budgets {
+		fmt.Println(b.Name, b.Key, b.Tokens)
+	}
+	for _, b := range s.Breakers {
+		fmt.Println(b.Name, b.Key, b.State)
+	}
+	// Output:
+	// origins https://b.example 7
+	// origins https://a.example 10
+	// origins https://a.example closed
+	// origins https://b.example closed
 }
 
 // A Recorder records gRPC calls through retrygrpc.WithOnDone, which hands

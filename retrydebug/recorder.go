@@ -68,7 +68,8 @@ type httpKey struct{ route, method, origin string }
 
 type namedBudget struct {
 	name   string
-	budget *guard.Budget
+	budget *guard.Budget  // alone, or
+	set    *guard.Budgets // a line per key
 }
 
 // NewRecorder returns a Recorder that keeps the last calls calls of each
@@ -163,13 +164,13 @@ func (r *Recorder) Budget(name string, b *guard.Budget) {
 			if b == nil {
 				r.budgets = slices.Delete(r.budgets, i, i+1)
 			} else {
-				r.budgets[i].budget = b
+				r.budgets[i] = namedBudget{name: name, budget: b}
 			}
 			return
 		}
 	}
 	if b != nil && len(r.budgets) < maxOps {
-		r.budgets = append(r.budgets, namedBudget{name, b})
+		r.budgets = append(r.budgets, namedBudget{name: name, budget: b})
 	}
 }
 

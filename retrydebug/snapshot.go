@@ -1,6 +1,7 @@
 package retrydebug
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -95,7 +96,9 @@ type Call struct {
 
 // BudgetTokens is the state of a Budget registered with [Recorder.Budget].
 type BudgetTokens struct {
-	Name   string  `json:"name"`
+	Name string `json:"name"`
+	Key  string `json:"key,omitempty"` // its key in a guard.Budgets
+
 	Tokens float64 `json:"tokens"`
 }
 
@@ -152,7 +155,17 @@ func (r *Recorder) budgetTokens() []BudgetTokens {
 	r.mu.RUnlock()
 	out := make([]BudgetTokens, 0, len(budgets))
 	for _, b := range budgets {
-		out = append(out, BudgetTokens{Name: b.name, Tokens: b.budget.Tokens()})
+		if b.set == nil {
+			out = append(out, BudgetTokens{Name: b.name, Tokens: b.budget.Tokens()})
+			continue
+		}
+		var keyed []BudgetTokens
+		for key, kb := range b.set.All() {
+			keyed = append(keyed, BudgetTokens{Name: b.name, Key: key, Tokens: kb.Tokens()})
+		}
+		// The emptiest buckets first: those that refuse retries.
+		slices.SortStableFunc(keyed, func(a, b BudgetTokens) int { return cmp.Compare(a.Tokens, b.Tokens) })
+		out = append(out, keyed[:min(len(keyed), maxGuardKeys)]...)
 	}
 	return out
 }

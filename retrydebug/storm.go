@@ -80,6 +80,33 @@ func (r *Recorder) Throttles(name string, ts *guard.Throttles) {
 	r.register(&r.guards.throttles, name, ts, ts == nil)
 }
 
+// Guards registers every set of k under name, the one call for the guards
+// an integration takes through a guard.Keyed: its Budgets (the tokens of
+// up to 100 keys, the emptiest first), Breakers and Throttles, as
+// [Recorder.Budget], [Recorder.Breakers] and [Recorder.Throttles] keep
+// theirs. A nil set is skipped; Guards(name, guard.Keyed{}) removes them.
+func (r *Recorder) Guards(name string, k guard.Keyed) {
+	r.budgetSet(name, k.Budgets)
+	r.register(&r.guards.breakers, name, k.Breakers, k.Breakers == nil)
+	r.register(&r.guards.throttles, name, k.Throttles, k.Throttles == nil)
+}
+
+// budgetSet registers bs under name, or removes name's when nil.
+func (r *Recorder) budgetSet(name string, bs *guard.Budgets) {
+	_, maxOps := r.limits()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.IndexFunc(r.budgets, func(b namedBudget) bool { return b.name == name })
+	switch {
+	case i >= 0 && bs == nil:
+		r.budgets = slices.Delete(r.budgets, i, i+1)
+	case i >= 0:
+		r.budgets[i] = namedBudget{name: name, set: bs}
+	case bs != nil && len(r.budgets) < maxOps:
+		r.budgets = append(r.budgets, namedBudget{name: name, set: bs})
+	}
+}
+
 func (r *Recorder) register(list *[]namedGuard, name string, g any, remove bool) {
 	_, maxOps := r.limits()
 	r.guards.mu.Lock()
