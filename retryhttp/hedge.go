@@ -35,20 +35,11 @@ func read(method string) bool {
 	return false
 }
 
-// roundTripHedged is RoundTrip for a request that may be hedged: each
-// attempt runs on its own goroutine through retry.HedgeValue, and the first
-// response that is not a failure wins. Losers are drained and closed.
-func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, error) {
-	// The copies share c: what they read of it is set here, before the
-	// first starts, and never written again.
-	c.origin()
-	if p.AttemptTimeout > 0 { // a negative one is left for HedgeValue to reject
-		// Each copy times itself from when it is sent, not from when it
-		// starts to wait for a hold; see hedgedAttempt.
-		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
-	}
-	classify := p.Classifier
-	p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
+// hedgeDecider is the Classifier of a hedged request: classify, with a
+// replay final, a Retry-After honoured, and a copy that its hold kept from
+// being sent retried after the hold, while the attempts that run go on.
+func (c *call) hedgeDecider(classify retry.Classifier) retry.Classifier {
+	return func(ctx context.Context, a retry.Attempt) retry.Decision {
 		var held *guard.HeldError
 		if a.Hedged && errors.As(a.Err, &held) {
 			// A copy that could not be sent: the attempts that run go on,
@@ -61,6 +52,15 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 		}
 		return d
 	}
+}
+
+// roundTripHedged is RoundTrip for a request that may be hedged: each
+// attempt runs on its own goroutine through retry.HedgeValue, and the first
+// response that is not a failure wins. Losers are drained and closed.
+func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, error) {
+	// The copies share c: what they read of it (its origin, its timeout)
+	// was set by policy, before the first starts, and is never written
+	// again.
 	var n atomic.Int32
 	resp, tr, err := retry.HedgeValue(c.req.Context(), c.t.Hedger, func(actx context.Context) (*http.Response, error) {
 		return c.hedgedAttempt(actx, int(n.Add(1)))

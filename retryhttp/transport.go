@@ -206,29 +206,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.donePanicked()
 		}
 	}()
-	p := t.Policy
-	if opts.policy != nil {
-		p = *opts.policy
-	} else if t.Policies != nil {
-		p = NamedPolicy(t.Policies.Config(), opts.policyName)
-	}
-	c.clk = p.Clock
-	if p.Classifier == nil {
-		p.Classifier = DefaultClassifier
-	}
-	p = p.WithGuards(&t.Guards, c.origin())
-	t.watchGuards(&p)
-	if t.OnDone != nil {
-		// Observed: keep what the loop reports, a panic included, for an
-		// OnDone that a panic leaves to the deferred call above. That also
-		// has the loop time the first attempt, as it does for an OnDone of
-		// its own, so that Summary.Trace spans the request.
-		p.OnDone = c.keepDone(p.OnDone)
-	}
+	hedged := c.hedgeable()
+	p := c.policy(hedged)
 	var resp *http.Response
 	var tr retry.Trace
 	var err error
-	if c.hedgeable() {
+	if hedged {
 		resp, tr, err = c.roundTripHedged(p)
 	} else {
 		resp, tr, err = c.roundTrip(p)
@@ -274,14 +257,50 @@ func (c *call) donePanicked() {
 	c.t.OnDone(c.req.Context(), c.summary(end.trace, nil, err))
 }
 
-// roundTrip is RoundTrip for a request that is not hedged: its attempts,
-// one at a time, through retry.Do.
-func (c *call) roundTrip(p retry.Policy) (*http.Response, retry.Trace, error) {
+// policy is the one place where a request's Policy is made from the
+// Transport's: the request's own, Policies' named one, or Policy; the
+// DefaultClassifier; the origin's guards; the OnDone that keeps the end
+// for the Summary; the AttemptTimeout, which the call applies itself from
+// when an attempt is sent (not from when it waits for a hold); and the
+// Classifier that the Transport's rules wrap (idempotency, Retry-After,
+// replays; a hedged request's held copies) and, unhedged, the OnRetry
+// that logs.
+func (c *call) policy(hedged bool) retry.Policy {
+	t, opts := c.t, c.opts
+	p := t.Policy
+	if opts.policy != nil {
+		p = *opts.policy
+	} else if t.Policies != nil {
+		p = NamedPolicy(t.Policies.Config(), opts.policyName)
+	}
+	c.clk = p.Clock
+	if p.Classifier == nil {
+		p.Classifier = DefaultClassifier
+	}
+	p = p.WithGuards(&t.Guards, c.origin())
+	t.watchGuards(&p)
+	if t.OnDone != nil {
+		// Observed: keep what the loop reports, a panic included, for an
+		// OnDone that a panic leaves to RoundTrip's deferred call. That
+		// also has the loop time the first attempt, as it does for an
+		// OnDone of its own, so that Summary.Trace spans the request.
+		p.OnDone = c.keepDone(p.OnDone)
+	}
 	if p.AttemptTimeout > 0 { // a negative one is left for Do to reject
 		c.timeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	}
-	p.Classifier = c.decider(p.Classifier)
-	p.OnRetry = c.onRetry(p.OnRetry)
+	if hedged {
+		p.Classifier = c.hedgeDecider(p.Classifier)
+	} else {
+		p.Classifier = c.decider(p.Classifier)
+		p.OnRetry = c.onRetry(p.OnRetry)
+	}
+	return p
+}
+
+// roundTrip is RoundTrip for a request that is not hedged: its attempts,
+// one at a time, through retry.Do.
+func (c *call) roundTrip(p retry.Policy) (*http.Response, retry.Trace, error) {
 	// Do runs on the request's own ctx, so that a Transport used inside an
 	// outer retry loop makes one attempt and leaves retrying to that loop.
 	tr, err := retry.Do(c.req.Context(), c.attempt, p)
