@@ -3,6 +3,7 @@ package retry
 import (
 	"iter"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -256,19 +257,42 @@ func roundForHumans(d time.Duration) time.Duration {
 func NewTrace(stop StopReason, attempts []Attempt) Trace {
 	t := Trace{stop: stop}
 	for _, a := range attempts {
-		if a.Number <= t.n {
-			a.Number = t.n + 1
-		}
-		for t.n < a.Number-1 {
-			// Past the head, the tail is a ring of traceTail slots: only the
-			// last of the missing attempts can still be in it.
-			if t.n >= traceHead && a.Number-1-t.n > traceTail {
-				t.n = a.Number - 1 - traceTail
-			}
-			s := t.next(0)
-			*s = Attempt{Number: t.n}
-		}
-		*t.next(0) = a
+		t.add(a)
 	}
 	return t
+}
+
+// Add records attempt a of a call made outside Do, as NewTrace does, so
+// that a loop that outlives a process (a journal, a job's row) keeps one
+// Trace and adds to it at each step: an a with the Number of the last
+// attempt replaces it (its outcome, once known), one with a greater Number
+// comes next, a gap standing for attempts left out, and any other is
+// numbered next. Copies of t made before stay as they were.
+func (t *Trace) Add(a Attempt) {
+	t.rest = slices.Clone(t.rest) // copies share rest: never write theirs
+	if a.Number == t.n && t.n > 0 {
+		*t.attempt(t.n) = a
+		return
+	}
+	t.add(a)
+}
+
+// SetStop sets why the call stopped: StopNone while it goes on.
+func (t *Trace) SetStop(s StopReason) { t.stop = s }
+
+// add is Add on a Trace that shares no storage, without the replace.
+func (t *Trace) add(a Attempt) {
+	if a.Number <= t.n {
+		a.Number = t.n + 1
+	}
+	for t.n < a.Number-1 {
+		// Past the head, the tail is a ring of traceTail slots: only the
+		// last of the missing attempts can still be in it.
+		if t.n >= traceHead && a.Number-1-t.n > traceTail {
+			t.n = a.Number - 1 - traceTail
+		}
+		s := t.next(0)
+		*s = Attempt{Number: t.n}
+	}
+	*t.next(0) = a
 }

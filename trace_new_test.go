@@ -70,3 +70,32 @@ func TestNewTraceNumbers(t *testing.T) {
 
 	assert.Equal(t, 0, retry.NewTrace(retry.StopNone, nil).Attempts())
 }
+
+// Add grows a Trace step by step as NewTrace builds one whole: the same
+// attempts kept, a long call's middle left out; an attempt with the last
+// one's Number replaces it; and a copy made before an Add is not changed
+// by it.
+func TestTraceAddIsNewTraceStepByStep(t *testing.T) {
+	t.Parallel()
+	var all []retry.Attempt
+	var tr retry.Trace
+	var copies []retry.Trace
+	for n := 1; n <= 100; n++ {
+		a := retry.Attempt{Number: n, Wait: time.Duration(n) * time.Millisecond}
+		tr.Add(a)
+		a.Reason = "503"
+		tr.Add(a) // its outcome, once known
+		all = append(all, a)
+		copies = append(copies, tr)
+	}
+	tr.SetStop(retry.StopExhausted)
+	want := retry.NewTrace(retry.StopExhausted, all)
+	assert.Equal(t, want.Attempts(), tr.Attempts())
+	assert.Equal(t, slices.Collect(want.All()), slices.Collect(tr.All()))
+	assert.Equal(t, want.String(), tr.String())
+	for i, c := range copies {
+		assert.Equal(t, i+1, c.Attempts(), "copy %d", i)
+		assert.Equal(t, i+1, c.Last().Number, "copy %d: its last attempt, untouched by later Adds", i)
+		assert.Equal(t, "503", c.Last().Reason)
+	}
+}

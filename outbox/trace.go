@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"slices"
 	"time"
 
 	"github.com/stormguard/retry"
@@ -16,37 +15,41 @@ const noOutcome = "no outcome recorded"
 // attempt before to next, a Retry-After and any snooze included. An
 // earlier attempt with no outcome is marked.
 func beginAttempt(t retry.Trace, next, start time.Time) retry.Trace {
-	as := markUnfinished(t)
+	markUnfinished(&t)
 	var wait time.Duration
-	if n := len(as); n > 0 && !as[n-1].Start.IsZero() {
-		wait = max(next.Sub(as[n-1].Start.Add(as[n-1].Duration)), 0)
+	if last := t.Last(); !last.Start.IsZero() {
+		wait = max(next.Sub(last.Start.Add(last.Duration)), 0)
 	}
-	return retry.NewTrace(retry.StopNone, append(as, retry.Attempt{Number: t.Attempts() + 1, Wait: wait, Start: start}))
+	t.Add(retry.Attempt{Number: t.Attempts() + 1, Wait: wait, Start: start})
+	t.SetStop(retry.StopNone) // a redriven op goes on
+	return t
 }
 
 // endAttempt returns t with the outcome of its last attempt, and stop.
 func endAttempt(t retry.Trace, d time.Duration, reason string, stop retry.StopReason) retry.Trace {
-	as := slices.Collect(t.All())
-	if n := len(as); n > 0 {
-		as[n-1].Duration, as[n-1].Reason = d, reason
+	if t.Attempts() > 0 {
+		last := t.Last()
+		last.Duration, last.Reason = d, reason
+		t.Add(last)
 	}
-	return retry.NewTrace(stop, as)
+	t.SetStop(stop)
+	return t
 }
 
 // stopTrace returns t with stop, an attempt with no outcome marked.
 func stopTrace(t retry.Trace, stop retry.StopReason) retry.Trace {
-	return retry.NewTrace(stop, markUnfinished(t))
+	markUnfinished(&t)
+	t.SetStop(stop)
+	return t
 }
 
-// markUnfinished returns t's attempts, the last one marked if its outcome
-// was never written: on a pending op, every written outcome but success
-// has a Reason.
-func markUnfinished(t retry.Trace) []retry.Attempt {
-	as := slices.Collect(t.All())
-	if n := len(as); n > 0 && as[n-1].Reason == "" && t.Stop() != retry.StopSuccess {
-		as[n-1].Reason = noOutcome
+// markUnfinished marks t's last attempt if its outcome was never written:
+// on a pending op, every written outcome but success has a Reason.
+func markUnfinished(t *retry.Trace) {
+	if last := t.Last(); t.Attempts() > 0 && last.Reason == "" && t.Stop() != retry.StopSuccess {
+		last.Reason = noOutcome
+		t.Add(last)
 	}
-	return as
 }
 
 // stopFor is the Trace's stop reason for an op that finished as s, for why.
