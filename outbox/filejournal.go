@@ -85,13 +85,6 @@ func liveSize(e *Entry) int64 {
 	return int64(frameHeader + 1 + n + 64) // 5 times, 2 ints, 6 lengths
 }
 
-// batch is one group commit: every record appended between two flushes.
-type batch struct {
-	done chan struct{} // closed when its flush ended, err then set
-	lead chan struct{} // closed when the flush before it ended
-	err  error
-}
-
 // minCompact is the least size at which a journal is compacted.
 const minCompact = 1 << 20
 
@@ -289,101 +282,6 @@ func compareSeq(a, b uint64) int {
 		return 1
 	}
 	return 0
-}
-
-// commit runs add under j.mu, which appends records to j.buf, then returns
-// once they are durable. A caller that finds no flush running becomes the
-// leader: it writes and syncs every record appended so far, its own among
-// them. Callers that arrive meanwhile wait for their batch; when a flush
-// ends, one of the next batch's callers leads its flush. So a caller waits
-// for at most the flush under way and its own.
-func (j *FileJournal) commit(ctx context.Context, add func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	j.mu.Lock()
-	switch {
-	case j.closed:
-		j.mu.Unlock()
-		return ErrClosed
-	case j.err != nil:
-		err := j.err
-		j.mu.Unlock()
-		return err
-	}
-	if err := add(); err != nil {
-		j.mu.Unlock()
-		return err
-	}
-	lead := false
-	if j.cur == nil {
-		j.cur = &batch{done: make(chan struct{}), lead: make(chan struct{})}
-		lead = j.flushing // this caller flushes the batch once the flush under way ends
-	}
-	b := j.cur
-	if !j.flushing {
-		j.flush()
-		j.mu.Unlock()
-		return b.err
-	}
-	j.mu.Unlock()
-	if !lead {
-		// Only the batch's first caller waits for its turn: a wake-up of
-		// every caller at each turn cost the group commit a fifth of its
-		// throughput from 64 goroutines.
-		<-b.done // bounded: the flush under way, then b's
-		return b.err
-	}
-	<-b.lead // closed by the end of the flush under way
-	j.mu.Lock()
-	if j.cur == b && !j.flushing && !j.closed { // no caller arriving since took the lead
-		j.flush()
-	}
-	j.mu.Unlock()
-	<-b.done
-	return b.err
-}
-
-// flush writes and syncs the current batch, with j.mu held on entry and on
-// return but not during the write, then hands the lead to the next batch.
-func (j *FileJournal) flush() {
-	j.flushing = true
-	buf, b, at := j.buf, j.cur, j.size
-	j.buf, j.cur = j.spare[:0], nil
-	j.mu.Unlock()
-	err := j.write(buf, at)
-	j.mu.Lock()
-	j.spare = buf
-	if err != nil && j.err == nil {
-		j.err = fmt.Errorf("outbox: journal write failed, reopen it to recover: %w", err)
-	}
-	if err == nil {
-		j.size += int64(len(buf))
-	}
-	b.err = j.err
-	close(b.done)
-	if j.err == nil && j.size >= j.compact && j.size >= 2*j.live {
-		if err := j.compactLocked(); err != nil {
-			j.err = fmt.Errorf("outbox: journal compaction failed, reopen it to recover: %w", err)
-		}
-	}
-	j.flushing = false
-	if j.cur != nil {
-		close(j.cur.lead)
-	}
-	j.flushed.Broadcast()
-}
-
-// write writes buf at offset at, after the last record, and syncs it.
-// Only the leader calls it.
-func (j *FileJournal) write(buf []byte, at int64) error {
-	if err := j.reserve(at + int64(len(buf))); err != nil {
-		return err
-	}
-	if _, err := j.f.WriteAt(buf, at); err != nil {
-		return err
-	}
-	return syncData(j.f)
 }
 
 // Close waits for a write under way, then closes the file and releases its
