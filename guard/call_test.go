@@ -124,3 +124,29 @@ func TestBreakerPanickedCallCountsAsNothing(t *testing.T) {
 	p.MaxAttempts = 1
 	open(t, b, p, 4)
 }
+
+// A Classifier of an integration's own can say "failed, but not retried"
+// with Decision.Failed (a write not safe to repeat that got a 503): the
+// call is not retried, and the Breaker counts it as the failure it was,
+// so that a service failing every write still opens its breaker. Without
+// Failed, such a call counts as a success.
+func TestDecisionFailedCountsForTheBreaker(t *testing.T) {
+	t.Parallel()
+	for _, failed := range []bool{true, false} {
+		br, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 3, FailureRatio: 1})
+		require.NoError(t, err)
+		p := retry.Policy{Breaker: br, Classifier: func(context.Context, retry.Attempt) retry.Decision {
+			return retry.Decision{Reason: "503, not safe to repeat", Failed: failed}
+		}}
+		for range 3 {
+			tr, err := retry.Do(context.Background(), func(context.Context) error { return errUnavailable }, p)
+			require.ErrorIs(t, err, errUnavailable)
+			assert.Equal(t, 1, tr.Attempts(), "not retried")
+		}
+		want := guard.BreakerClosed
+		if failed {
+			want = guard.BreakerOpen
+		}
+		assert.Equal(t, want, br.State(), "Failed %v", failed)
+	}
+}

@@ -196,3 +196,30 @@ func TestBudgetRefusalHoldsTheOpUntilNotAfter(t *testing.T) {
 	assert.Equal(t, 1, r.Attempts)
 	assert.Equal(t, int32(1), calls.Load(), "the budget refused every retry")
 }
+
+// A Throttle on the Outbox's Policy sheds attempts while the service
+// rejects most of them: a shed op waits, uncounted, and the service sees
+// fewer attempts than the Outbox would otherwise send.
+func TestThrottleOnThePolicyApplies(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewAutoClock()
+	th, err := guard.NewThrottle(guard.ThrottleOptions{MinRequests: 1, K: 1, MaxReject: 1, Clock: clk, Rand: func() float64 { return 0 }})
+	require.NoError(t, err)
+	o, _ := newOutbox(t, filepath.Join(t.TempDir(), "journal"), outbox.Options{
+		Clock:  clk,
+		Policy: retry.Policy{MaxAttempts: 3, Throttle: th},
+	})
+	var calls atomic.Int32
+	o.Handle("pay", func(context.Context, outbox.Op) error {
+		calls.Add(1)
+		return errors.New("503")
+	})
+	key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay", NotAfter: clk.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	run(t, o)
+	r := wait(t, o, key)
+	assert.Equal(t, outbox.Failed, r.State)
+	assert.Equal(t, "not after", r.Reason, "shed until NotAfter, not dead-lettered for the throttle")
+	assert.Equal(t, int32(r.Attempts), calls.Load(), "every counted attempt was sent")
+	assert.Less(t, r.Attempts, 3, "the throttle shed the retries")
+}
