@@ -321,3 +321,43 @@ func ExampleNewThrottle() {
 	// Output:
 	// reject probability 0.90
 }
+
+// Next is Do's rule, one step at a time, for a loop that outlives a
+// process: a job that keeps its Progress and Trace with it between runs
+// (here, in a variable standing for the job's row) gets the waits and the
+// stop that Do would have given it.
+func ExamplePolicy_Next() {
+	p := retry.Policy{MaxAttempts: 3, Jitter: retry.NoJitter, BaseBackoff: time.Second}
+	type row struct {
+		progress retry.Progress
+		trace    retry.Trace
+	}
+	var job row // saved after each attempt, read back by the next process
+	for n := 1; ; n++ {
+		a := retry.Attempt{Number: n, Err: errors.New("503")}
+		job.progress.Attempts = n
+		v := p.Next(context.Background(), &a, &job.progress)
+		job.trace.Add(a)
+		if v.Stop != retry.StopNone {
+			job.trace.SetStop(v.Stop)
+			fmt.Println(errors.Is(v.Err, retry.ErrExhausted), job.trace.Attempts(), job.trace.Stop())
+			return
+		}
+		fmt.Println("attempt", n, a.Reason, "- run again in", v.Wait)
+	}
+	// Output:
+	// attempt 1 error - run again in 1s
+	// attempt 2 error - run again in 2s
+	// true 3 attempts exhausted
+}
+
+// WithGuards takes the guards a Policy lacks from keyed sets, so that each
+// downstream host has a budget and a breaker of its own.
+func ExamplePolicy_WithGuards() {
+	budgets, _ := guard.NewBudgets(guard.BudgetOptions{}, 100)
+	k := guard.Keyed{Budgets: budgets}
+	p := retry.Policy{MaxAttempts: 2}.WithGuards(&k, "https://payments.example")
+	fmt.Println(p.Budget == budgets.Get("https://payments.example"), p.Breaker == nil)
+	// Output:
+	// true true
+}
