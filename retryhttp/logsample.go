@@ -48,7 +48,7 @@ import (
 // and "retryhttp: hold ended" (Info) when it next answers normally. A hold
 // whose time runs out, followed by another Retry-After before a normal
 // answer, is one hold. So are the changes of the Breaker and Throttle of
-// the request's Policy or of Transport.Breakers and Transport.Throttles:
+// the request's Policy or of the sets of Transport.Guards:
 // "retryhttp: circuit breaker opened" (Warn), "retryhttp: circuit breaker
 // half-open" (Info, when OpenFor ends, whether or not a request comes) and
 // "retryhttp: circuit breaker closed" (Info); "retryhttp: throttling
