@@ -74,7 +74,8 @@ func (w *watched) watch(t *Transport, target watchable) {
 	})
 	if err != nil {
 		// Full (guard.MaxWatchers): the changes go unlogged by this
-		// Transport, and its requests are unaffected.
+		// Transport, and its requests are unaffected; it says so once.
+		t.Logger.LogAttrs(context.Background(), slog.LevelWarn, msgUnwatched, slog.String("error", err.Error()))
 		return
 	}
 	runtime.AddCleanup(t, func(stop func()) { stop() }, stop)
@@ -88,6 +89,7 @@ const (
 	msgBreakerClosed   = "retryhttp: circuit breaker closed"
 	msgThrottleOn      = "retryhttp: throttling started"
 	msgThrottleOff     = "retryhttp: throttling stopped"
+	msgUnwatched       = "retryhttp: changes of a breaker or throttle will not be logged"
 )
 
 // logChange writes the line of one change: Warn when requests start to

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormguard/retry"
@@ -46,4 +48,31 @@ func TestDroppedTransportStopsWatching(t *testing.T) {
 	}
 	require.NotNil(t, stop, "the dropped Transports still watch: no room for another watcher")
 	stop()
+}
+
+// A Transport that cannot watch a guard, because it has all the watchers
+// it may have, says so once rather than log nothing in silence.
+func TestTransportSaysWhenItCannotWatch(t *testing.T) {
+	t.Parallel()
+	bs, err := guard.NewBreakers(guard.BreakerOptions{}, 16)
+	require.NoError(t, err)
+	for range guard.MaxWatchers {
+		stop, err := bs.Watch(func(guard.Change) {})
+		require.NoError(t, err)
+		t.Cleanup(stop)
+	}
+	var buf syncBuffer
+	tr := &retryhttp.Transport{
+		Base:   retrytest.HandlerTransport(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})),
+		Policy: retry.Policy{MaxAttempts: 1},
+		Guards: guard.Keyed{Breakers: bs},
+		Logger: logged(&buf),
+	}
+	for range 3 {
+		resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://api.example/", nil))
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	assert.Equal(t, 1, strings.Count(buf.String(), "will not be logged"), buf.String())
+	assert.Contains(t, buf.String(), "too many watchers")
 }
