@@ -36,6 +36,21 @@ func (p *Policy) guarded() bool { return p.Throttle != nil || p.Breaker != nil }
 // went when run returns, with no defer; a call that may take a half-open
 // probe takes runProbing, which gives the probe back on a panic.
 func (p *Policy) runGuarded(ctx context.Context, op func(context.Context) error, t *Trace) error {
+	if outer := outerLoop(ctx); outer != nil && !p.RetryNested {
+		// Nested: the outer loop admits and counts this attempt through
+		// the guards it shares with this one. Asked again, a half-open
+		// breaker would refuse the outer loop's own probe, and a closed
+		// one count each failure twice.
+		if outer.breaker == p.Breaker {
+			p.Breaker = nil
+		}
+		if outer.throttle == p.Throttle {
+			p.Throttle = nil
+		}
+		if !p.guarded() {
+			return p.run(ctx, op, t, nil)
+		}
+	}
 	var g guard.Call
 	if !g.StartFast(p.Throttle, p.Breaker) {
 		return p.runProbing(ctx, op, t, &g)

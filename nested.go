@@ -24,7 +24,12 @@ type nestedKey struct{}
 // loopMark is the ctx of a retry loop's op: the ctx Do was given, marked.
 type loopMark struct {
 	context.Context
-	budget *guard.Budget // the outer loop's, so that a nested Do does not charge it twice
+	// The outer loop's guards, so that a nested Do neither charges its
+	// Budget twice nor consults its Breaker and Throttle again: the outer
+	// loop admits and counts the attempt that the nested one makes.
+	budget   *guard.Budget
+	breaker  *guard.Breaker
+	throttle *guard.Throttle
 	done   atomic.Bool   // set when the loop returns
 
 	// vals is what the packages beside retry keep for the whole loop, such

@@ -143,7 +143,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			budget = nil // the outer loop counts this attempt: once is enough
 		}
 	} else if maxAttempts != 1 {
-		mark := &loopMark{Context: ctx, budget: p.Budget}
+		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
 		defer mark.done.Store(true)
 		opCtx = mark
 	}

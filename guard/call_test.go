@@ -10,6 +10,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/guard"
+	"github.com/stormguard/retry/retrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -149,4 +150,39 @@ func TestDecisionFailedCountsForTheBreaker(t *testing.T) {
 		}
 		assert.Equal(t, want, br.State(), "Failed %v", failed)
 	}
+}
+
+// One owner for the guards, as for the Budget: a Do nested in another's op
+// with the same Breaker does not consult it again. The outer call takes
+// the half-open probe and the inner one sends it; the probe's failure
+// opens the breaker again. (The inner Do used to be refused the probe
+// the outer one held, and the outer counted that refusal as a success:
+// the breaker closed with nothing sent to the service.) While closed, a
+// failure counts once, not twice.
+func TestNestedDoLeavesTheGuardsToItsOwner(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	br, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1, FailureRatio: 1, OpenFor: time.Minute, Probes: 1, Clock: clk})
+	require.NoError(t, err)
+	p := retry.Policy{MaxAttempts: 1, Breaker: br, Clock: clk}
+	outer := p
+	outer.MaxAttempts = 2 // a loop: it marks the ctx for the Do inside
+	outer.Classifier = func(context.Context, retry.Attempt) retry.Decision { return retry.Decision{Reason: "once", Failed: true} }
+	sent := 0
+	call := func() error {
+		_, err := retry.Do(context.Background(), func(ctx context.Context) error {
+			_, err := retry.Do(ctx, func(context.Context) error { sent++; return errUnavailable }, p)
+			return err
+		}, outer)
+		return err
+	}
+	require.ErrorIs(t, call(), errUnavailable)
+	assert.Equal(t, 1, sent)
+	assert.Equal(t, guard.BreakerOpen, br.State(), "one failure, counted once, opened it")
+
+	clk.Add(time.Minute)
+	require.Equal(t, guard.BreakerHalfOpen, br.State())
+	require.ErrorIs(t, call(), errUnavailable, "the probe was sent, and failed")
+	assert.Equal(t, 2, sent, "the probe reached the service")
+	assert.Equal(t, guard.BreakerOpen, br.State(), "the failed probe opened it again")
 }
