@@ -30,7 +30,7 @@ type loopMark struct {
 	budget   *guard.Budget
 	breaker  *guard.Breaker
 	throttle *guard.Throttle
-	done   atomic.Bool   // set when the loop returns
+	done     atomic.Bool // set when the loop returns
 
 	// vals is what the packages beside retry keep for the whole loop, such
 	// as retryhttp's idempotency key of each write that op makes, so that

@@ -167,7 +167,9 @@ func TestNestedDoLeavesTheGuardsToItsOwner(t *testing.T) {
 	p := retry.Policy{MaxAttempts: 1, Breaker: br, Clock: clk}
 	outer := p
 	outer.MaxAttempts = 2 // a loop: it marks the ctx for the Do inside
-	outer.Classifier = func(context.Context, retry.Attempt) retry.Decision { return retry.Decision{Reason: "once", Failed: true} }
+	outer.Classifier = func(context.Context, retry.Attempt) retry.Decision {
+		return retry.Decision{Reason: "once", Failed: true}
+	}
 	sent := 0
 	call := func() error {
 		_, err := retry.Do(context.Background(), func(ctx context.Context) error {
