@@ -223,3 +223,67 @@ func TestThrottleOnThePolicyApplies(t *testing.T) {
 	assert.Equal(t, int32(r.Attempts), calls.Load(), "every counted attempt was sent")
 	assert.Less(t, r.Attempts, 3, "the throttle shed the retries")
 }
+
+// With Guards.Holds, an answer that asks for a wait holds back every op
+// of its kind, not only the one that got it: the second op is not sent
+// before the wait is over, and it counts no attempt for it.
+func TestHoldsHoldBackTheKind(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewAutoClock()
+	o, _ := newOutbox(t, filepath.Join(t.TempDir(), "journal"), outbox.Options{
+		Clock:  clk,
+		Policy: retry.Policy{BaseBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+		Guards: guard.Keyed{Holds: new(guard.Holds)},
+	})
+	var mu sync.Mutex
+	var calls []time.Time
+	o.Handle("api", func(context.Context, outbox.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, clk.Now())
+		if len(calls) == 1 {
+			return retry.RetryAfter(errors.New("429"), 30*time.Second)
+		}
+		return nil
+	})
+	k1, err := o.Enqueue(context.Background(), outbox.Op{Kind: "api"})
+	require.NoError(t, err)
+	k2, err := o.Enqueue(context.Background(), outbox.Op{Kind: "api"})
+	require.NoError(t, err)
+	run(t, o)
+	r1, r2 := wait(t, o, k1), wait(t, o, k2)
+	assert.Equal(t, outbox.Succeeded, r1.State)
+	assert.Equal(t, outbox.Succeeded, r2.State)
+	assert.Equal(t, 3, r1.Attempts+r2.Attempts, "the failed attempt, its retry, and one for the held op: the hold counted none")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, calls, 3)
+	for _, c := range calls[1:] {
+		assert.GreaterOrEqual(t, c.Sub(calls[0]), 30*time.Second, "nothing of the kind was sent during the hold")
+	}
+}
+
+// A Budget shared by the Outbox's Policy and a retry.Do inside the handler
+// is charged once per failure: the Outbox owns the handler's ctx, so the
+// Do inside makes one attempt and leaves the Budget to the Outbox.
+func TestSharedBudgetIsChargedOnce(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewAutoClock()
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1})
+	require.NoError(t, err)
+	p := retry.Policy{MaxAttempts: 3, Budget: budget, BaseBackoff: 10 * time.Millisecond}
+	o, _ := newOutbox(t, filepath.Join(t.TempDir(), "journal"), outbox.Options{Clock: clk, Policy: p})
+	var sent atomic.Int32
+	o.Handle("pay", func(ctx context.Context, op outbox.Op) error {
+		_, err := retry.Do(ctx, func(context.Context) error { sent.Add(1); return errors.New("503") }, p)
+		return err
+	})
+	key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
+	require.NoError(t, err)
+	run(t, o)
+	r := wait(t, o, key)
+	assert.Equal(t, outbox.Failed, r.State)
+	assert.Equal(t, 3, r.Attempts)
+	assert.Equal(t, int32(3), sent.Load(), "the Do inside made one attempt per Outbox attempt")
+	assert.Equal(t, 7.0, budget.Tokens(), "three failures, three tokens")
+}

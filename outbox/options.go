@@ -30,7 +30,10 @@ type Options struct {
 
 	// Guards gives each kind of op (Op.Kind) a Budget, a Breaker and a
 	// Throttle of its own from its sets, for a Policy without one, and
-	// Guards.Holds holds a kind back while its hold stands [none]. A
+	// Guards.Holds, if set, holds a kind back after an answer that asked
+	// for a wait (a Retry-After, a retry.RetryAfter error), at most a
+	// minute, until the next answer of that kind that is not a failure
+	// [none]. A
 	// refusal by any guard (the Policy's, these, or one below the handler:
 	// a retryhttp.Transport's breaker, throttle or hold) reschedules the op
 	// for when the guard may admit it, after a jittered backoff (a breaker

@@ -147,14 +147,14 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		hctx, release = o.clock.WithDeadline(ctx, now.Add(t))
 	}
 	start := o.clock.Now()
-	err := o.call(hctx, h, e.Op)
+	sent := o.holdEpoch()
+	err := o.call(hctx, &pol, h, e.Op)
 	release()
 	end := o.clock.Now()
 	if err == nil {
-		if pol.Budget != nil {
-			pol.Budget.Succeeded()
-		}
-		gc.Succeeded()
+		o.clearHold(e.Op.Kind, sent)
+		pr := retry.Progress{Guard: &gc}
+		pol.Succeeded(ctx, &pr)
 		e.Trace = endAttempt(e.Trace, end.Sub(start), "", retry.StopSuccess)
 		return o.finish(ctx, p, e, Succeeded, "", nil)
 	}
@@ -187,6 +187,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	step.Breaker = nil
 	v := step.Next(ctx, &a, &pr)
 	gc.End()
+	o.noteHold(e.Op.Kind, end, v.Decision)
 	why := reason(a.Reason, "error")
 	switch v.Stop {
 	case retry.StopNone:
@@ -243,30 +244,15 @@ func reason(r, def string) string {
 	return r
 }
 
-// call runs h inside a retry.Do of one attempt, so that a retrying client
-// below (a retryhttp.Transport, a retry.Do in h) makes one attempt and
-// leaves retrying to the Outbox, which counts attempts across restarts.
-func (o *Outbox) call(ctx context.Context, h Handler, op Op) error {
-	var err error
-	called := false
-	_, derr := retry.Do(ctx, func(ctx context.Context) error {
-		called = true
-		err = callSafe(ctx, h, op)
-		return err
-	}, oneAttempt(o.clock))
-	if !called {
-		return derr // ctx ended before the call
-	}
-	return err
-}
-
-// oneAttempt is the policy of the loop around each handler call: it makes
-// one attempt, since its Classifier never retries, but it is a loop (a
-// MaxAttempts of 1 would not mark the ctx), so nested loops defer to it.
-func oneAttempt(c retry.Clock) retry.Policy {
-	return retry.Policy{MaxAttempts: 2, Clock: c, Classifier: func(context.Context, retry.Attempt) retry.Decision {
-		return retry.Decision{Reason: "outbox attempt"}
-	}}
+// call runs h on a ctx that pol owns (retry.Policy.Own), so that a
+// retrying client below (a retryhttp.Transport, a retry.Do in h) makes one
+// attempt, leaves retrying to the Outbox, which counts attempts across
+// restarts, and does not charge again the Budget, nor ask again the
+// Breaker and Throttle, that it shares with the Outbox's policy.
+func (o *Outbox) call(ctx context.Context, pol *retry.Policy, h Handler, op Op) error {
+	opCtx, done := pol.Own(ctx)
+	defer done()
+	return callSafe(opCtx, h, op)
 }
 
 // callSafe runs h, turning a panic into an error, so that one bad op cannot
