@@ -99,15 +99,15 @@ type Policy struct {
 
 	// Budget, if set, limits retries across every Do that shares it, so that
 	// a fleet stops multiplying load on a failing service [none]. See
-	// [Budget] for why it should be one per downstream service.
+	// guard.Budget for why it should be one per downstream service.
 	Budget *guard.Budget
 
 	// Throttle, if set, sheds attempts, the first included, while the
-	// service behind it rejects many of them [none]. See [Throttle].
+	// service behind it rejects many of them [none]. See guard.Throttle.
 	Throttle *guard.Throttle
 
 	// Breaker, if set, fails calls fast while the service behind it is
-	// down [none]. See [Breaker].
+	// down [none]. See guard.Breaker.
 	Breaker *guard.Breaker
 
 	// RetryNested lets this Policy retry even when Do runs inside the op of

@@ -74,6 +74,10 @@ const (
 //		...
 //	}
 //	c.End() // the call's outcome, if Succeeded has not told it
+//
+// retry.Policy.Next calls Attempted itself for the Call in its Progress,
+// and retry.Policy.Admit and Succeeded call Admit and Succeeded: a loop
+// that drives Next calls neither twice.
 type Call struct {
 	th       *Throttle
 	br       *Breaker

@@ -10,7 +10,7 @@
 //
 // A guard decides and counts; it never sleeps and never sends. A retry
 // loop asks it through a [Call], one per logical call: [Call.Admit] before
-// each attempt, [Call.Succeeded] or [Call.Failed] after it, and [Call.End]
+// each attempt, [Call.Succeeded] or [Call.Attempted] after it, and [Call.End]
 // when the call is over. package retry's Do does so for a Policy's guards;
 // an integration of another kind of call (a queue, a database) does the
 // same from this exported API alone.

@@ -157,7 +157,7 @@ func (s *Holds) Until(key string) time.Time {
 // Wait waits, before an attempt on key, until the attempt may go: key is
 // not held, or its hold has lapsed and the attempt is one of its probes,
 // or the probes have cleared it (or failed to answer in time) and the
-// attempt's share of the spread has passed. It returns 0 and nil then.
+// attempt's share of the spread has passed. It returns nil then.
 //
 // It returns a [*HeldError], without waiting, when failFast is set or
 // when the hold ends after ctx's deadline (which must be the call's, not

@@ -209,9 +209,10 @@ func (ts *Throttles) All() iter.Seq2[string, *Throttle] { return ts.k.all() }
 // origin, retrygrpc per target, the outbox per kind of op. Each set, when
 // not nil, gives each key a guard of its own for a Policy that has none,
 // so that one key's trouble does not spend the others' retries, open
-// their breaker or shed their attempts. Holds, when set, is shared with
-// whatever else is given it (a Transport and an outbox over it); when nil,
-// each integration keeps holds of its own. The zero Keyed adds nothing.
+// their breaker or shed their attempts. Holds, when set, keeps the holds
+// by the same keys, so that the Transports (or interceptors, or outboxes)
+// given one Keyed hold one another's targets back; when nil, each keeps
+// holds of its own (the outbox, none). The zero Keyed adds nothing.
 type Keyed struct {
 	Budgets   *Budgets
 	Breakers  *Breakers

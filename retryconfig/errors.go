@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/guard"
 )
 
 // maxErrors bounds how many problems one error reports: enough to fix a
@@ -17,6 +18,7 @@ type pathError struct {
 	path   string
 	msg    string
 	policy bool // a policy's field is at fault: matches retry.ErrInvalidPolicy
+	guard  bool // a guard's field is at fault: matches guard.ErrInvalidOptions
 }
 
 func (e *pathError) Error() string {
@@ -27,7 +29,7 @@ func (e *pathError) Error() string {
 }
 
 func (e *pathError) Is(target error) bool {
-	return e.policy && target == retry.ErrInvalidPolicy
+	return e.policy && target == retry.ErrInvalidPolicy || e.guard && target == guard.ErrInvalidOptions
 }
 
 // problems collects the errors of one document.
@@ -42,6 +44,14 @@ func (p *problems) add(path string, policy bool, format string, args ...any) {
 		return
 	}
 	p.errs = append(p.errs, &pathError{path: path, msg: fmt.Sprintf(format, args...), policy: policy})
+}
+
+// addGuard adds a problem of a guard's options at path.
+func (p *problems) addGuard(path string, format string, args ...any) {
+	p.add(path, false, format, args...)
+	if len(p.errs) > 0 && p.errs[len(p.errs)-1].path == path {
+		p.errs[len(p.errs)-1].guard = true
+	}
 }
 
 // has reports whether a problem was found at path already.

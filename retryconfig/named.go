@@ -74,16 +74,20 @@ func parseGuards[P comparable, G any](k guardKind[P, G], v *value, p *problems) 
 		params, bad := k.zero, false
 		for _, f := range fields {
 			if err := k.set(&params, f.key, f.val); err != nil {
-				p.add(path+"."+f.key, false, "%v", err)
+				p.addGuard(path+"."+f.key, "%v", err)
 				bad = true
 			}
 		}
 		if bad {
+			// Declared, though invalid: a policy that names it is not
+			// told again that it is missing.
+			gs[m.key] = &named[P, G]{params: params}
 			continue
 		}
 		g, err := k.build(params)
 		if err != nil {
-			p.add(path, false, "%v", err)
+			p.addGuard(path, "%v", err)
+			gs[m.key] = &named[P, G]{params: params}
 			continue
 		}
 		gs[m.key] = &named[P, G]{params: params, g: g}
@@ -117,10 +121,10 @@ func guardName(v *value, kind string) (string, error) {
 }
 
 // optionError words an error of guard.NewBreaker or guard.NewThrottle
-// about the option of a field alone, "retry: invalid policy:
+// about the option of a field alone, "guard: invalid options:
 // BreakerOptions.FailureRatio 1.5 is not in (0, 1]", for the field's path:
 // "1.5 is not in (0, 1]". Only the wording depends on the text; the check
-// is retry's own.
+// is package guard's own.
 func optionError(err error, option string) error {
 	msg := err.Error()
 	if _, after, ok := strings.Cut(msg, option+" "); ok {

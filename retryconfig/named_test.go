@@ -187,3 +187,14 @@ func TestMarshalGuards(t *testing.T) {
 	assert.NotNil(t, back.Policy("refunds").Breaker)
 	assert.NotNil(t, back.Policy("refunds").Throttle)
 }
+
+// An error about a guard's options matches guard.ErrInvalidOptions, as
+// guard's own constructors' do, and a policy that names the invalid guard
+// is not told again that it is missing.
+func TestGuardErrorsMatchErrInvalidOptions(t *testing.T) {
+	t.Parallel()
+	_, err := retryconfig.Parse([]byte(`{"breakers": {"b": {"failureRatio": 1.5}}, "policies": {"p": {"breaker": "b"}}}`))
+	require.ErrorIs(t, err, guard.ErrInvalidOptions)
+	assert.ErrorContains(t, err, "breakers.b.failureRatio")
+	assert.NotContains(t, err.Error(), "is not a member of breakers")
+}
