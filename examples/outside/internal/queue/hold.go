@@ -24,12 +24,12 @@ import (
 // back, for at most MaxRetryAfter; an answer from a broker that took the
 // message, or judged it (a bad message), clears it. An unreachable broker
 // says nothing of its load.
-func (p *Publisher) noteHold(clk retry.Clock, topic string, sent guard.HoldEpoch, err error) {
+func (p *Publisher) noteHold(pol *retry.Policy, topic string, sent guard.HoldEpoch, err error) {
 	var o *OverloadedError
 	switch {
 	case errors.As(err, &o):
 		if o.After > 0 {
-			p.guards.Holds.Hold(topic, now(clk), min(o.After, p.cap))
+			p.guards.Holds.Hold(topic, pol.Now(), min(o.After, p.cap))
 		}
 	case err == nil || errors.Is(err, ErrBadMessage):
 		if p.guards.Holds.Held() {

@@ -134,17 +134,22 @@ func (p *Publisher) Publish(ctx context.Context, topic string, msg []byte) (retr
 }
 
 // loop makes the attempts of one Publish, through g, and appends each to
-// attempts; it returns why it stopped, and the error to return.
+// attempts; it returns why it stopped, and the error to return. It is
+// Do's loop, piece by piece: Policy.Own, Admit, Next, Succeeded, Sleep.
 func (p *Publisher) loop(ctx context.Context, pol *retry.Policy, g *guard.Call, topic string, msg []byte, attempts *[]retry.Attempt) (retry.StopReason, error) {
 	clk := pol.Clock
 	if ctx.Err() != nil {
 		return retry.StopContextDone, ended(ctx, pol, 0, nil)
 	}
-	pr := retry.Progress{Deadline: pol.Deadline(now(clk)), Guard: g}
-	call := ctx // the call's ctx: ctx, ended at MaxElapsed too
+	// A retrying client below (a retry.Do, a retryhttp.Transport) makes one
+	// attempt per attempt of this loop, and leaves its guards to it.
+	opCtx, done := pol.Own(ctx)
+	defer done()
+	pr := retry.Progress{Deadline: pol.Deadline(pol.Now()), Guard: g}
+	call := opCtx // the call's ctx: ended at MaxElapsed too
 	if !pr.Deadline.IsZero() {
 		var cancel context.CancelFunc
-		call, cancel = withDeadline(clk, ctx, pr.Deadline)
+		call, cancel = pol.WithDeadline(opCtx, pr.Deadline)
 		defer cancel()
 	}
 	var last error
@@ -153,23 +158,16 @@ func (p *Publisher) loop(ctx context.Context, pol *retry.Policy, g *guard.Call, 
 		if err := p.guards.Holds.Wait(call, clk, topic, false); err != nil {
 			return p.held(ctx, pol, n-1, last, err)
 		}
-		if r := g.Admit(n); r != guard.NotRefused {
-			stop := retry.StopBreakerOpen
-			if r == guard.RefusedByThrottle {
-				stop = retry.StopThrottled
-			}
-			return stop, &retry.StopError{Stop: stop, Attempts: n - 1, Err: last}
+		if v := pol.Admit(&pr, last); v.Stop != retry.StopNone {
+			return v.Stop, v.Err
 		}
 		sent := p.guards.Holds.Epoch()
-		a := retry.Attempt{Number: n, Wait: wait, Start: now(clk)}
+		a := retry.Attempt{Number: n, Wait: wait, Start: pol.Now()}
 		a.Err = p.attempt(call, pol, topic, msg)
-		a.Duration = now(clk).Sub(a.Start)
-		p.noteHold(clk, topic, sent, a.Err)
+		a.Duration = pol.Now().Sub(a.Start)
+		p.noteHold(pol, topic, sent, a.Err)
 		if a.Err == nil {
-			g.Succeeded()
-			if pol.Budget != nil {
-				pol.Budget.Succeeded() // Next tells the Budget of failures only
-			}
+			pol.Succeeded(ctx, &pr) // the Call and the Budget; Next tells them of failures
 			*attempts = append(*attempts, a)
 			return retry.StopSuccess, nil
 		}
@@ -180,7 +178,7 @@ func (p *Publisher) loop(ctx context.Context, pol *retry.Policy, g *guard.Call, 
 			return v.Stop, v.Err
 		}
 		last, wait = a.Err, v.Wait
-		if !sleep(ctx, clk, wait) {
+		if !pol.Sleep(ctx, wait) {
 			return retry.StopContextDone, ended(ctx, pol, n, last)
 		}
 	}
@@ -191,7 +189,7 @@ func (p *Publisher) attempt(call context.Context, pol *retry.Policy, topic strin
 	if pol.AttemptTimeout <= 0 {
 		return p.client.Publish(call, topic, msg)
 	}
-	actx, cancel := withDeadline(pol.Clock, call, now(pol.Clock).Add(pol.AttemptTimeout))
+	actx, cancel := pol.WithDeadline(call, pol.Now().Add(pol.AttemptTimeout))
 	defer cancel()
 	return p.client.Publish(actx, topic, msg)
 }
