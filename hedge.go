@@ -226,7 +226,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			d := p.Classifier(ctx, *a)
 			a.Reason = d.Reason
 			if guarded {
-				g.Attempted(guard.OutcomeOf(nil, d.Retry || d.Failed))
+				g.Attempted(attemptOutcome(res.err, d))
 			}
 			if !d.Retry {
 				t.stop = StopNotRetryable

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -95,7 +96,7 @@ func (p *Policy) next(ctx context.Context, a *Attempt, pr *Progress, maxAttempts
 	d := p.Classifier(ctx, *a)
 	a.Reason = d.Reason
 	if pr.Guard != nil {
-		pr.Guard.Attempted(guard.OutcomeOf(nil, d.Retry || d.Failed))
+		pr.Guard.Attempted(attemptOutcome(a.Err, d))
 	}
 	if !d.Retry {
 		return Verdict{Decision: d, Stop: StopNotRetryable, Err: a.Err}
@@ -106,6 +107,17 @@ func (p *Policy) next(ctx context.Context, a *Attempt, pr *Progress, maxAttempts
 	v := Verdict{Decision: d}
 	v.Wait, v.Stop, v.Err = p.retryOrStop(ctx, a, d, pr.Attempts, maxAttempts > 0 && pr.Attempts >= maxAttempts, deferred, budget, pr.Deadline, &pr.PrevWait)
 	return v
+}
+
+// attemptOutcome is what a failed attempt, judged d, tells the guards: a
+// failure when the service failed it (retryable, or Failed), nothing when
+// it was held back and never sent (guard.ErrHeld), else a success: the
+// service answered.
+func attemptOutcome(err error, d Decision) guard.Outcome {
+	if errors.Is(err, guard.ErrHeld) {
+		return guard.OutcomeNone
+	}
+	return guard.OutcomeOf(nil, d.Retry || d.Failed)
 }
 
 // retryOrStop is what a retry loop does once attempt a has failed in a way

@@ -83,7 +83,9 @@ func (s BreakerState) String() string {
 // fails. A call fails, for the breaker, when it ends on an error the
 // Classifier would retry; a success and an error it would not retry (a
 // 400: the service answered) count as successes, and a call cut short by
-// its caller's ctx, or by a panic in retry.Do, counts as nothing (a probe so
+// its caller's cancel, held back unsent, or cut by a panic in retry.Do
+// counts as nothing, while one that ran out its caller's deadline counts
+// as a failure, the service having been too slow for it (a probe so
 // ended is given back).
 //
 // A refused call is never sent, never waits, and stops with

@@ -209,10 +209,11 @@ func (c *Call) Succeeded() {
 
 // Attempted tells the throttle, and the breaker if it counts attempts,
 // how an admitted attempt went; the breaker hears the call's outcome, the
-// latest attempt's, at End.
+// latest attempt's, at End. OutcomeNone (a cancel by the caller, an attempt
+// held back and never sent) counts as nothing for either.
 func (c *Call) Attempted(o Outcome) {
 	c.outcome = o
-	if c.th != nil {
+	if c.th != nil && o != OutcomeNone { // a cancel, or an attempt never sent: no evidence either way
 		c.th.answered(c.epoch, o != OutcomeFailure)
 	}
 	if c.br != nil && c.br.countAttempts {

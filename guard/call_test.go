@@ -188,3 +188,53 @@ func TestNestedDoLeavesTheGuardsToItsOwner(t *testing.T) {
 	assert.Equal(t, 2, sent, "the probe reached the service")
 	assert.Equal(t, guard.BreakerOpen, br.State(), "the failed probe opened it again")
 }
+
+// A caller's cancel, and an attempt held back and never sent, are no
+// evidence about the service: the Throttle counts neither, so that a
+// service that accepts nothing is shed however many of its callers give
+// up or wait out a hold. (Both used to count as accepts: the reject
+// probability stayed at zero.)
+func TestThrottleCountsNeitherCancelsNorHeldAttempts(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	never := func() float64 { return 0.99 } // the Throttle never refuses: every attempt is counted
+	for _, c := range []struct {
+		name string
+		op   func(ctx context.Context) error
+		ctx  func() context.Context
+	}{
+		{"canceled", func(ctx context.Context) error { return ctx.Err() }, func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}},
+		{"held", func(context.Context) error { return &guard.HeldError{Left: time.Second} }, context.Background},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			th, err := guard.NewThrottle(guard.ThrottleOptions{MinRequests: 1, Clock: clk, Rand: never})
+			require.NoError(t, err)
+			p := retry.Policy{MaxAttempts: 1, Throttle: th, Clock: clk}
+			for range 10 {
+				_, _ = retry.Do(context.Background(), func(context.Context) error { return errUnavailable }, p)
+			}
+			before := th.RejectProbability()
+			require.Greater(t, before, 0.8, "ten rejections of ten")
+			for range 100 {
+				ctx := c.ctx()
+				if ctx.Err() != nil {
+					// Do sees a dead ctx before any attempt: run the
+					// attempt through a Call as an integration would.
+					var g guard.Call
+					g.Start(th, nil)
+					require.Equal(t, guard.NotRefused, g.Admit(1))
+					g.Attempted(guard.OutcomeOf(ctx.Err(), false))
+					g.End()
+					continue
+				}
+				_, _ = retry.Do(ctx, c.op, p)
+			}
+			assert.Equal(t, before, th.RejectProbability(), "counted as nothing")
+		})
+	}
+}

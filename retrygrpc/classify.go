@@ -7,6 +7,7 @@ import (
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/guard"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -67,8 +68,12 @@ func (c *call) judge(ctx context.Context, a retry.Attempt) retry.Decision {
 		return retry.Decision{Retry: true, Reason: "attempt timed out"}
 	}
 	code := status.Code(a.Err)
-	// code.String() is a fixed name ("Unavailable"): safe to log.
-	return retry.Decision{Retry: c.cfg.codes.has(code), Reason: code.String()}
+	// code.String() is a fixed name ("Unavailable"): safe to log. A code
+	// that says the service is overloaded or down fails the attempt for
+	// the guards even where it is not retried, as HTTP's 429 and 503 do.
+	d := retry.Decision{Retry: c.cfg.codes.has(code), Reason: code.String()}
+	d.Failed = code == codes.ResourceExhausted || code == codes.Unavailable
+	return d
 }
 
 func (c *call) gate(d retry.Decision, err error) retry.Decision {

@@ -184,3 +184,26 @@ func TestWithGuardsBudgetsPerTarget(t *testing.T) {
 		assert.Equal(t, 4.0, bs.Get("passthrough:///up").Tokens(), "the other target's budget is its own")
 	})
 }
+
+// RESOURCE_EXHAUSTED is the service saying it is overloaded: it counts
+// against the target's Throttle though it is not retried, as HTTP's 429
+// does, so a target that rejects every call with it is shed.
+func TestResourceExhaustedCountsForTheThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts, err := guard.NewThrottles(guard.ThrottleOptions{}, 10)
+		require.NoError(t, err)
+		p := fast()
+		p.MaxAttempts = 1
+		opt := withRetry(p, retrygrpc.WithIdempotent(unaryMethod), retrygrpc.WithGuards(guard.Keyed{Throttles: ts}))
+		srv := newServer(fail(codes.ResourceExhausted))
+		c := dialTarget(t, srv, "passthrough:///busy", opt)
+		shed := 0
+		for range 200 {
+			if _, err := unary(t.Context(), c, "x"); errors.Is(err, retry.ErrThrottled) {
+				shed++
+			}
+		}
+		assert.Greater(t, shed, 100, "a target rejecting 200 of 200 calls is shed")
+		assert.Equal(t, 200-shed, len(srv.seen()))
+	})
+}
