@@ -259,7 +259,9 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 
 		case <-hedge.c:
 			hedge.stop()
-			if r.inFlight < maxInFlight && r.started != maxAttempts && (p.Budget == nil || p.Budget.AllowRetry()) &&
+			// A hedge is admitted as a retry is (another), then by the
+			// Throttle, and by the Hedger's own bounds.
+			if r.inFlight < maxInFlight && p.another(r.started == maxAttempts, p.Budget) == StopNone &&
 				(!guarded || g.Admit(r.started+1) == guard.NotRefused) && r.h.allowHedge() {
 				if p.Budget != nil {
 					p.Budget.Failed() // a hedge costs what a retry costs

@@ -129,15 +129,12 @@ func attemptOutcome(err error, d Decision) guard.Outcome {
 // so that every loop stops for the same reasons in the same order.
 func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int, last, deferred bool, budget *guard.Budget, deadline time.Time, jittered *time.Duration) (time.Duration, StopReason, error) {
 	err := a.Err
-	switch {
-	case deferred:
-		return 0, StopDeferred, &StopError{Stop: StopDeferred, Attempts: n, Err: err}
-	case last:
-		return 0, StopExhausted, &StopError{Stop: StopExhausted, Attempts: n, Err: err}
-	case budget != nil && !budget.AllowRetry():
-		return 0, StopBudget, &StopError{Stop: StopBudget, Attempts: n, Err: err}
-	case p.Breaker != nil && !p.Breaker.AllowRetry(): // refused now, rather than after the wait
-		return 0, StopBreakerOpen, &StopError{Stop: StopBreakerOpen, Attempts: n, Err: err}
+	stop := StopDeferred
+	if !deferred {
+		stop = p.another(last, budget) // the Breaker refuses now, rather than after the wait
+	}
+	if stop != StopNone {
+		return 0, stop, &StopError{Stop: stop, Attempts: n, Err: err}
 	}
 	*jittered = p.wait(n, *jittered, rand.Float64())
 	wait := addSat(max(d.RetryAfter, 0), *jittered)
@@ -156,4 +153,34 @@ func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int,
 		return 0, StopDeadline, e
 	}
 	return wait, StopNone, nil
+}
+
+// AllowAnother reports whether a call that has started n attempts may
+// start one more, a retry or a hedge, or why not: StopExhausted once
+// MaxAttempts have started, StopBudget while the Budget holds half its
+// tokens or fewer, StopBreakerOpen while the Breaker is not closed (only a
+// first attempt may take a half-open probe), in that order; StopNone when
+// it may. It is the admission that Do, Next and Hedge ask before every
+// attempt after the first, exported for loops of their own (retrygrpc's
+// gRFC A6 hedging) that must admit their copies by the same rule. It reads
+// only MaxAttempts, Budget and Breaker, and takes nothing: what an attempt
+// costs is its loop's to say.
+func (p Policy) AllowAnother(n int) StopReason {
+	maxAttempts := p.maxAttempts()
+	return p.another(maxAttempts > 0 && n >= maxAttempts, p.Budget)
+}
+
+// another is AllowAnother for a loop that knows whether MaxAttempts allows
+// no more (last) and which budget it charges (none, when an outer loop
+// counts its attempts).
+func (p *Policy) another(last bool, budget *guard.Budget) StopReason {
+	switch {
+	case last:
+		return StopExhausted
+	case budget != nil && !budget.AllowRetry():
+		return StopBudget
+	case p.Breaker != nil && !p.Breaker.AllowRetry():
+		return StopBreakerOpen
+	}
+	return StopNone
 }

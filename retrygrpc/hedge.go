@@ -29,7 +29,20 @@ import (
 // With a Budget (retryThrottling), every copy
 // after the first needs more than half its tokens, as a retry does; each
 // copy that fails with a non-fatal status (or a pushback that says stop)
-// takes a token, and each OK gives back tokenRatio.
+// takes a token, and each OK gives back tokenRatio. A copy after the first
+// is admitted by retry.Policy.AllowAnother, the rule Do's retries and
+// retry.Hedge's hedges pass: maxAttempts, the Budget, a closed Breaker.
+//
+// The race is its own, not retry.HedgeValue's, because A6's copies are
+// not retries. With none running, HedgeValue takes Do's rule: a backoff on
+// top of the pushback, and a stop at once when the wait would pass the
+// deadline; A6 sends the next copy at once, or exactly the pushback later,
+// and lets the deadline end the wait. A6 also sends the next copy at once
+// after a non-fatal status while others run; has a pushback that stops the
+// copies but lets those running answer, which no retry.Decision says;
+// sends every copy at once for a hedgingDelay of 0, which to a Hedger
+// means adaptive; takes a copy's token when it fails, not as it starts;
+// and passes the Breaker and the Throttle once for the whole race.
 
 // hedgedCall is one hedged unary call. Do runs race as the call's one
 // attempt, so that MaxElapsed, OnDone, the Trace and an outer retry loop
@@ -39,8 +52,10 @@ type hedgedCall struct {
 	hedging  retryconfig.Hedging
 	nonFatal codeSet
 	budget   *guard.Budget
-	breaker  *guard.Breaker // a copy after the first goes only while it is closed
-	msg      proto.Message  // the caller's reply
+	// admit is what a copy after the first must pass (AllowAnother): at
+	// most maxAttempts copies, the Budget's half, a closed Breaker.
+	admit retry.Policy
+	msg   proto.Message // the caller's reply
 	// The caller's own header, trailer and peer destinations, which the
 	// copies must not write at once: the copy that decides the call fills
 	// them when the race is over.
@@ -88,7 +103,8 @@ func (cfg *config) hedged(ctx context.Context, method string, req, reply any, cc
 // newHedge is the part of a hedged call that a unary call and a server
 // stream share.
 func newHedge(ctx context.Context, cfg *config, method string, cc *grpc.ClientConn, opts []grpc.CallOption, p *retry.Policy, h retryconfig.Hedging) *hedgedCall {
-	hc := &hedgedCall{hedging: h, budget: p.Budget, breaker: p.Breaker}
+	hc := &hedgedCall{hedging: h, budget: p.Budget}
+	hc.admit = retry.Policy{MaxAttempts: h.MaxAttempts, Budget: p.Budget, Breaker: p.Breaker}
 	hc.cfg, hc.ctx, hc.method, hc.cc, hc.clk = cfg, ctx, method, cc, p.Clock
 	hc.idempotent = true
 	for _, c := range h.NonFatalCodes {
@@ -203,19 +219,21 @@ func (hc *hedgedCall) race(loop context.Context) error {
 		select {
 		case <-due:
 			unschedule()
-			switch {
-			case !more || hc.sent >= n || loop.Err() != nil:
-			case hc.breaker != nil && hc.breaker.State() != guard.BreakerClosed:
-				// A hedge never takes a half-open breaker's probe: the
-				// first copy is the probe, and no other goes.
-				more = false
-			case hc.budget != nil && !hc.budget.AllowRetry():
-				// A6: throttled, the hedge is not sent, nor any later one.
-				more, hc.throttled = false, true
-			default:
-				send()
-				if hc.sent < n {
-					schedule(hc.hedging.Delay)
+			if more && loop.Err() == nil {
+				switch hc.admit.AllowAnother(hc.sent) {
+				case retry.StopNone:
+					send()
+					if hc.sent < n {
+						schedule(hc.hedging.Delay)
+					}
+				case retry.StopExhausted:
+				case retry.StopBudget:
+					// A6: throttled, the hedge is not sent, nor any later one.
+					more, hc.throttled = false, true
+				default:
+					// A hedge never takes a half-open breaker's probe: the
+					// first copy is the probe, and no other goes.
+					more = false
 				}
 			}
 			if running == 0 {
