@@ -59,7 +59,7 @@ step scale-par "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^BenchmarkScal
 # The packages' own benchmarks: observers, Throttle and Breaker, config.
 step observe "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench=. ./retrydebug
 step otel "$ROOT/retryotel" "${B[@]}" -benchtime="$BENCHTIME" -bench=. .
-step guard "$ROOT" "${B[@]}" -benchtime=2000000x -bench='^BenchmarkGuardFirstSuccess$' .
+step guard "$ROOT" "${B[@]}" -benchtime=2000000x -bench='^BenchmarkGuardFirstSuccess$' ./guard
 step config "$ROOT" "${B[@]}" -bench='^BenchmarkLive' ./retryconfig
 step logline "$ROOT" "${B[@]}" -cpu=1 -benchtime="$BENCHTIME" -bench='^BenchmarkSuppressedLine$' ./retryhttp
 # The outbox file journal: durable enqueues (each waits for its fdatasync)
