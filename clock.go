@@ -1,51 +1,12 @@
 package retry
 
-import (
-	"context"
-	"time"
-)
+import "github.com/stormguard/retry/guard"
 
-// Clock is the time source of a [Policy]: what [Do] needs of time, no more.
-//
-// A *clock.Mock and clock.New() of github.com/benbjohnson/clock assign to it
-// as they are, and [retrytest.Clock] is a fake made for it. Any other fake
-// adapts in a few lines: Do reads only Done of the contexts these methods
-// return, always passes context.Background() as parent, and calls every
-// CancelFunc it gets, so a context that closes Done at the deadline and
-// stops its timer when canceled is all it takes:
-//
-//	func (c myClock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-//		ctx, cancel := context.WithCancel(parent)
-//		t := c.AfterFunc(d.Sub(c.Now()), cancel)
-//		return ctx, func() { t.Stop(); cancel() }
-//	}
-//
-// A fake shared by calls that run at the same time must move time only
-// when all of them wait, as testing/synctest does and as retrytest.Clock
-// does under its Run: a fake that jumps to the end of each wait as it
-// starts makes concurrent calls see each other's waits, and time each
-// other out. The time of a fake may lie anywhere on the real clock, so
-// what leaves the process is a duration, never a time: the integration
-// packages send a server the time left on this clock (retrygrpc's attempt
-// deadlines), not its deadlines as they are.
-//
-// Why contexts and not timers: they are the one stoppable timer whose
-// methods both the real and the fake clocks of that module share without
-// naming a type of their own.
+// Clock is the time source of a [Policy]: what [Do] needs of time, no
+// more. It is guard.Clock, the one interface of the Policy and its guards,
+// so that one clock (a *clock.Mock of github.com/benbjohnson/clock, a
+// [retrytest.Clock], a fake of a few lines) serves both; guard.Clock's doc
+// says what a fake must do.
 //
 // [retrytest.Clock]: https://pkg.go.dev/github.com/stormguard/retry/retrytest#Clock
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-
-	// WithDeadline returns a context whose Done channel closes at d, and a
-	// func that releases it. Do sets the deadlines of op's ctx with it
-	// (MaxElapsed and AttemptTimeout).
-	WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc)
-
-	// WithTimeout returns a context whose Done channel closes after d, and
-	// a func that releases it. Do waits between attempts with it, and with
-	// nothing else, so that a fake can tell a wait from a deadline (as
-	// retrytest.Clock does to skip waits).
-	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
-}
+type Clock = guard.Clock

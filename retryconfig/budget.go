@@ -1,7 +1,7 @@
 package retryconfig
 
 import (
-	"math"
+	"strings"
 
 	"github.com/stormguard/retry/guard"
 )
@@ -36,17 +36,22 @@ var budgetKind = guardKind[budgetParams, guard.Budget]{
 func newBudget(b budgetParams) (*guard.Budget, error) {
 	// A document gives both numbers or leaves them out (budgetKind.zero):
 	// a zero written is an error, not guard.BudgetOptions' default, as
-	// gRFC A6's retryThrottling has none.
+	// gRFC A6's retryThrottling has none. The other rules are guard's.
 	switch {
-	case !(b.maxTokens > 0) || math.IsInf(b.maxTokens, 0):
-		return nil, errorf("maxTokens %v is not a positive finite number", b.maxTokens)
-	case !(b.tokenRatio > 0) || math.IsInf(b.tokenRatio, 0):
-		return nil, errorf("tokenRatio %v is not a positive finite number", b.tokenRatio)
-	case b.tokenRatio > b.maxTokens:
-		return nil, errorf("tokenRatio %v is above maxTokens %v", b.tokenRatio, b.maxTokens)
+	case b.maxTokens == 0:
+		return nil, errorf("maxTokens 0 is not a positive finite number")
+	case b.tokenRatio == 0:
+		return nil, errorf("tokenRatio 0 is not a positive finite number")
 	}
-	return guard.NewBudget(guard.BudgetOptions{MaxTokens: b.maxTokens, TokenRatio: b.tokenRatio})
+	nb, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: b.maxTokens, TokenRatio: b.tokenRatio})
+	if err != nil {
+		return nil, errorf("%s", budgetWords.Replace(strings.TrimPrefix(err.Error(), guard.ErrInvalidOptions.Error()+": ")))
+	}
+	return nb, nil
 }
+
+// budgetWords names guard.BudgetOptions' fields as a document does.
+var budgetWords = strings.NewReplacer("BudgetOptions.MaxTokens", "maxTokens", "BudgetOptions.TokenRatio", "tokenRatio", "MaxTokens", "maxTokens")
 
 // appendBudget writes a member of "budgets", both fields always.
 func appendBudget(b []byte, p budgetParams) []byte {
