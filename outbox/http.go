@@ -41,10 +41,17 @@ var secretHeaders = map[string]bool{
 //
 // Only allowed headers are kept, and credentials never are: naming
 // Authorization, Proxy-Authorization, Cookie or X-API-Key in allow is an
-// error. Add credentials when the op is sent, with HTTPHandler's prepare.
+// error, and so is a URL with a user or password in it (user:pass@host,
+// which Go sends as Basic auth). Add credentials when the op is sent, with
+// HTTPHandler's prepare.
 func HTTPOp(r *http.Request, kind string, allow ...string) (Op, error) {
 	if r == nil || r.URL == nil {
 		return Op{}, fmt.Errorf("%w: HTTPOp of a nil request or URL", ErrInvalidOp)
+	}
+	if r.URL.User != nil {
+		// Go sends a URL's user:password as Basic auth: a credential,
+		// which the journal never holds. Nor does the error quote it.
+		return Op{}, fmt.Errorf("%w: the URL holds a credential (userinfo@): add it at send time", ErrInvalidOp)
 	}
 	p := httpPayload{Method: r.Method, URL: r.URL.String()}
 	if p.Method == "" {

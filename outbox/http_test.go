@@ -50,6 +50,16 @@ func TestHTTPOp(t *testing.T) {
 	}
 	_, err = outbox.HTTPOp(nil, "charge")
 	assert.ErrorIs(t, err, outbox.ErrInvalidOp)
+
+	// A URL's userinfo is a credential (Go sends it as Basic auth): never
+	// written, and never quoted in the error either.
+	for _, u := range []string{"https://alice:s3cret@api.example/charges", "https://alice@api.example/charges"} {
+		op, err := outbox.HTTPOp(httptest.NewRequest(http.MethodPost, u, nil), "charge")
+		require.ErrorIs(t, err, outbox.ErrInvalidOp, u)
+		assert.NotContains(t, err.Error(), "s3cret")
+		assert.NotContains(t, err.Error(), "alice")
+		assert.Empty(t, op.Payload)
+	}
 }
 
 // recorder is a server behind package idempotency that fails its first
