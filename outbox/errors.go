@@ -16,6 +16,11 @@ var (
 	// Enqueue returns its key, and it runs once.
 	ErrKeyConflict = errors.New("outbox: key already used for another op")
 
+	// ErrFailed is matched by the error Wait returns for an op that
+	// failed (a dead letter): the error wraps the last attempt's error
+	// too, and the Result keeps the details.
+	ErrFailed = errors.New("outbox: op failed")
+
 	// ErrUnknownKey is returned by Wait for a key this Outbox does not hold.
 	ErrUnknownKey = errors.New("outbox: unknown key")
 
@@ -34,3 +39,15 @@ var (
 	// runs.
 	ErrRunning = errors.New("outbox: Run is already running")
 )
+
+// failedError is Wait's error for an op that failed: it says why in the
+// Outbox's fixed words (the Reason), and unwraps to ErrFailed and to the
+// last attempt's error, whose text it does not repeat, since it may quote
+// what a log should not hold.
+type failedError struct {
+	reason string
+	last   error
+}
+
+func (e *failedError) Error() string   { return ErrFailed.Error() + ": " + e.reason }
+func (e *failedError) Unwrap() []error { return []error{ErrFailed, e.last} }

@@ -280,7 +280,10 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 }
 
 // Wait waits for the op with the given key to finish, and returns its
-// outcome; a failed op is a Result, not an error. It fails with
+// outcome. For an op that failed (a dead letter) it returns the Result
+// with an error too, as Go's Wait methods report a failure: one that
+// matches [ErrFailed] and the last attempt's error (Result.Err), so that
+// "err == nil" means the op had its effect. It fails with
 // [ErrUnknownKey] for a key the Outbox does not hold, or with ctx's cause
 // when ctx ends first. It waits only: Run must run for the op to finish.
 //
@@ -308,6 +311,9 @@ func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 	}
 	select {
 	case <-out.done:
+		if out.res.State == Failed {
+			return out.res, &failedError{reason: out.res.Reason, last: out.res.Err}
+		}
 		return out.res, nil
 	case <-ctx.Done():
 		return Result{}, context.Cause(ctx)

@@ -53,8 +53,21 @@ func wait(t *testing.T, o *outbox.Outbox, key string) outbox.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r, err := o.Wait(ctx, key)
-	require.NoError(t, err)
+	checkWaitErr(t, r, err)
 	return r
+}
+
+// checkWaitErr checks Wait's error against its Result: nil for a success,
+// one that matches ErrFailed and the last attempt's error for a failure.
+func checkWaitErr(t *testing.T, r outbox.Result, err error) {
+	t.Helper()
+	if r.State != outbox.Failed {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorIs(t, err, outbox.ErrFailed)
+	require.ErrorIs(t, err, r.Err, "it wraps the last attempt's error")
+	assert.Equal(t, "outbox: op failed: "+r.Reason, err.Error(), "the Reason, not the error's text")
 }
 
 // Enqueue is durable on its own: with no Run, the op is in the journal

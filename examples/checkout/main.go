@@ -275,11 +275,8 @@ func runCheckout(out io.Writer) error {
 	}
 	for _, key := range keys {
 		r, err := o.Wait(ctx, key)
-		if err != nil {
-			return err
-		}
-		if r.State != outbox.Succeeded {
-			return fmt.Errorf("payment %v (%s): %w", r.State, r.Reason, r.Err)
+		if err != nil { // a failed payment too: err matches outbox.ErrFailed
+			return fmt.Errorf("payment (%s): %w", r.Reason, err)
 		}
 		fmt.Fprintf(out, "checkout[%d]: payment %v after %d attempts\n", os.Getpid(), r.State, r.Attempts)
 	}

@@ -76,7 +76,7 @@ func (f *Fixture) Fill(t testing.TB) {
 	require.NoError(t, err)
 	f.Clock.Add(time.Minute)
 	r, err := f.Outbox.Wait(ctx, frozen)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, outbox.ErrFailed)
 	require.Equal(t, outbox.Failed, r.State)
 	<-f.started
 }
