@@ -136,3 +136,42 @@ func TestEnqueueSameKeyWhileTheFirstWrites(t *testing.T) {
 		})
 	}
 }
+
+// addFailingJournal fails its Adds while broken is set.
+type addFailingJournal struct {
+	outbox.Journal
+	broken atomic.Bool
+}
+
+func (f *addFailingJournal) Add(ctx context.Context, e outbox.Entry) error {
+	if f.broken.Load() {
+		return errDiskFull
+	}
+	return f.Journal.Add(ctx, e)
+}
+
+// An Enqueue that the journal could not make durable returns the key it
+// chose with the error, so that the caller retries the same intent under
+// the same key: the op can never be enqueued under two. (It returned ""
+// and the caller's retry made a second key.)
+func TestFailedEnqueueReturnsItsKey(t *testing.T) {
+	t.Parallel()
+	fj := openJournal(t, filepath.Join(t.TempDir(), "journal"))
+	j := &addFailingJournal{Journal: fj}
+	o, err := outbox.New(j, outbox.Options{Clock: retrytest.NewAutoClock()})
+	require.NoError(t, err)
+	j.broken.Store(true)
+	op := outbox.Op{Kind: "pay", Payload: []byte("order 7")}
+	key, err := o.Enqueue(context.Background(), op)
+	require.ErrorIs(t, err, errDiskFull)
+	require.NotEmpty(t, key, "the key of the intent, to retry under")
+	j.broken.Store(false)
+	op.Key = key
+	again, err := o.Enqueue(context.Background(), op)
+	require.NoError(t, err)
+	assert.Equal(t, key, again)
+	entries, err := fj.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, key, entries[0].Op.Key)
+}

@@ -222,8 +222,11 @@ func (o *Outbox) poke() {
 // An empty op.Key gets a fresh random key. Enqueueing an op whose key the
 // Outbox holds already, with the same Kind and Payload, returns the key and
 // adds nothing (the op runs once); with another Kind or Payload it fails
-// with [ErrKeyConflict]. A bad op fails with an error matching
-// [ErrInvalidOp].
+// with [ErrKeyConflict]; over a [SharedJournal], so does an op that
+// another process enqueued under the key. A bad op fails with an error
+// matching [ErrInvalidOp]. When the journal fails to write the op,
+// Enqueue returns the key it used with the error: retry the same intent
+// under that key (set Op.Key), so that it can never run under two.
 func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 	now := o.clock.Now()
 	op, err = prepare(op, now, o.horizon)
@@ -262,16 +265,30 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 	o.mu.Unlock()
 
 	err = o.j.Add(ctx, p.e)
+	if errors.Is(err, ErrDuplicate) && o.shared != nil {
+		err = o.enqueuedElsewhere(ctx, op)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p.adding = false
 	if p.durable != nil {
 		close(p.durable)
 	}
-	if err != nil {
+	switch {
+	case err == errEnqueuedElsewhere:
+		// Another Outbox over the shared journal holds the same op: it is
+		// enqueued, and Wait follows it there.
+		delete(o.ops, op.Key)
+		return op.Key, nil
+	case errors.Is(err, ErrKeyConflict):
+		delete(o.ops, op.Key)
+		return "", err
+	case err != nil:
+		// Not durable: the key goes back with the error, so that the
+		// caller can retry the same intent under it, never a second key.
 		p.addErr = fmt.Errorf("outbox: enqueue: %w", err)
 		delete(o.ops, op.Key)
-		return "", p.addErr
+		return op.Key, p.addErr
 	}
 	heap.Push(&o.due, p)
 	o.unfinishedAdd(p)

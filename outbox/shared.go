@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -370,4 +371,27 @@ func (s *sharedRun) release(ctx context.Context, e Entry) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	_ = s.j.Release(ctx, e)
+}
+
+// errEnqueuedElsewhere says that a SharedJournal holds the op being
+// enqueued already, as another process enqueued it.
+var errEnqueuedElsewhere = errors.New("outbox: enqueued by another process")
+
+// enqueuedElsewhere is what Enqueue makes of a SharedJournal's
+// ErrDuplicate for op: the same op, enqueued by another process (a
+// client's retry that reached another instance), is enqueued; another op
+// under its key is a conflict.
+func (o *Outbox) enqueuedElsewhere(ctx context.Context, op Op) error {
+	es, err := o.shared.j.Get(ctx, []string{op.Key})
+	switch {
+	case err != nil:
+		return fmt.Errorf("outbox: enqueue: read the op under its key: %w", err)
+	case len(es) == 0:
+		return ErrDuplicate // gone meanwhile: the journal's answer stands
+	}
+	old := es[0].Op
+	if old.Kind != op.Kind || !bytes.Equal(old.Payload, op.Payload) && es[0].State != Succeeded {
+		return ErrKeyConflict
+	}
+	return errEnqueuedElsewhere
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/outbox/journaltest"
+	"github.com/stormguard/retry/retrytest"
 )
 
 // The fake keeps the contract that the runner tests below rely on.
@@ -377,4 +378,30 @@ func TestSharedWaitForAnOpEnqueuedOutsideTheOutbox(t *testing.T) {
 		assert.Equal(t, 1, r.Attempts)
 		assert.Equal(t, int32(1), calls.Load(), "Wait ran nothing")
 	})
+}
+
+// A client's retry that reaches another instance enqueues the same op
+// again there: over a shared journal that returns the op's key, as
+// enqueueing it twice in one process does, and another op under the key
+// is ErrKeyConflict. (Both were ErrDuplicate, the journal's own word.)
+func TestSharedEnqueueOfTheSameOpInAnotherInstance(t *testing.T) {
+	t.Parallel()
+	m := newMemShared()
+	a := newShared(t, m, outbox.Options{Clock: retrytest.NewAutoClock()})
+	b := newShared(t, m, outbox.Options{Clock: retrytest.NewAutoClock()})
+	ctx := context.Background()
+	op := outbox.Op{Key: "order-42", Kind: "pay", Payload: []byte("42 EUR")}
+	key, err := a.Enqueue(ctx, op)
+	require.NoError(t, err)
+	again, err := b.Enqueue(ctx, op)
+	require.NoError(t, err, "the same op, in another instance")
+	assert.Equal(t, key, again)
+	other := op
+	other.Payload = []byte("43 EUR")
+	_, err = b.Enqueue(ctx, other)
+	assert.ErrorIs(t, err, outbox.ErrKeyConflict)
+	assert.NotErrorIs(t, err, outbox.ErrDuplicate)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.ops, 1, "one op in the journal")
 }
