@@ -179,19 +179,32 @@ func (o *Outbox) runShared(ctx context.Context) error {
 			nextRenew = now.Add(s.lease / 3)
 		}
 
-		wait := nextPoll.Sub(now)
-		if len(inFlight) > 0 {
-			wait = min(wait, nextRenew.Sub(now))
+		// The next poll only when a claim could follow it: with every slot
+		// busy, or no handler, a poll would find nothing to do, and the
+		// loop waits for an attempt to finish, a wake (Handle, Enqueue) or
+		// the next renewal instead, rather than wake at once, again and
+		// again.
+		wait := time.Duration(-1)
+		if len(kinds) > 0 && len(inFlight) < o.concurrency {
+			wait = nextPoll.Sub(now)
 		}
-		wait = max(wait, minPollInterval)
-		tctx, stop := o.clock.WithTimeout(context.Background(), wait)
+		if len(inFlight) > 0 && (wait < 0 || nextRenew.Sub(now) < wait) {
+			wait = nextRenew.Sub(now)
+		}
+		var timer <-chan struct{}
+		stop := func() {}
+		if wait >= 0 || len(inFlight) > 0 {
+			var tctx context.Context
+			tctx, stop = o.clock.WithTimeout(context.Background(), max(wait, minPollInterval))
+			timer = tctx.Done()
+		}
 		select {
 		case <-ctx.Done():
 		case <-o.wake:
 			claimNow = true
 		case k := <-finished:
 			delete(inFlight, k)
-		case <-tctx.Done():
+		case <-timer:
 		}
 		stop()
 	}

@@ -405,3 +405,54 @@ func TestSharedEnqueueOfTheSameOpInAnotherInstance(t *testing.T) {
 	defer m.mu.Unlock()
 	assert.Len(t, m.ops, 1, "one op in the journal")
 }
+
+// countingClock is the real clock (synctest's, in a bubble) that counts
+// the waits set on it: each is a wake-up of Run's loop.
+type countingClock struct{ waits atomic.Int64 }
+
+func (c *countingClock) Now() time.Time { return time.Now() }
+func (c *countingClock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(parent, d)
+}
+func (c *countingClock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c.waits.Add(1)
+	return context.WithTimeout(parent, d)
+}
+
+// While every slot is busy, and in a process with no handler, Run's loop
+// sleeps until something can happen (an attempt ends, a wake, a lease to
+// renew): it does not wake every millisecond to find nothing to claim.
+func TestSharedRunSleepsWhileBusyOrIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, handlers := range []bool{true, false} {
+			clk := &countingClock{}
+			m := newMemShared()
+			o := newShared(t, m, outbox.Options{Clock: clk, Concurrency: 1, PollInterval: 100 * time.Millisecond})
+			release := make(chan struct{})
+			if handlers {
+				o.Handle("pay", func(ctx context.Context, _ outbox.Op) error {
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+					return nil
+				})
+			}
+			_, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay", Payload: []byte("x")})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- o.Run(ctx) }()
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			before := clk.waits.Load()
+			time.Sleep(5 * time.Second) // fake time: the bubble's
+			synctest.Wait()
+			woke := clk.waits.Load() - before
+			assert.LessOrEqual(t, woke, int64(2), "handlers %v: woke %d times in 5s", handlers, woke)
+			close(release)
+			cancel()
+			<-done
+		}
+	})
+}
