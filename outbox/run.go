@@ -318,6 +318,13 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	o.mu.Lock()
 	p.err = err
 	p.out.res = p.result()
+	if s == Succeeded {
+		// Done with: its payload is the journal's business now, and an
+		// Outbox that runs for months must not hold every payload it ran.
+		// (Enqueueing the op again compares only its Kind, as for an op
+		// compacted after it succeeded.)
+		p.e.Op.Payload = nil
+	}
 	o.callEnded(p)
 	o.unfinishedDone(p, s)
 	close(p.out.done)
