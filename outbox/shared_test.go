@@ -456,3 +456,48 @@ func TestSharedRunSleepsWhileBusyOrIdle(t *testing.T) {
 		}
 	})
 }
+
+// Over a shared journal, Redrive re-drives a dead letter this Outbox never
+// held: one another process enqueued (or EnqueueTx, or a restart), as
+// DeadLetters lists them. (It answered ErrUnknownKey.)
+func TestSharedRedriveOfAnotherProcessDeadLetter(t *testing.T) {
+	t.Parallel()
+	m := newMemShared()
+	clk := retrytest.NewAutoClock()
+	a := newShared(t, m, outbox.Options{Clock: clk, Policy: retry.Policy{MaxAttempts: 1}})
+	var fail atomic.Bool
+	fail.Store(true)
+	a.Handle("pay", func(context.Context, outbox.Op) error {
+		if fail.Load() {
+			return retry.Permanent(errors.New("card declined"))
+		}
+		return nil
+	})
+	key, err := a.Enqueue(context.Background(), outbox.Op{Kind: "pay", Payload: []byte("42")})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	r, err := a.Wait(ctx, key)
+	require.ErrorIs(t, err, outbox.ErrFailed)
+	require.Equal(t, outbox.Failed, r.State)
+	cancel()
+	<-done
+
+	b := newShared(t, m, outbox.Options{Clock: clk})
+	b.Handle("pay", func(context.Context, outbox.Op) error { return nil })
+	dead, err := b.DeadLetters(context.Background())
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.NoError(t, b.Redrive(context.Background(), key), "b never held the op")
+	fail.Store(false)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() { done <- b.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	r, err = b.Wait(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, outbox.Succeeded, r.State)
+	assert.Equal(t, 1, r.Attempts, "attempts start again")
+	assert.ErrorIs(t, b.Redrive(context.Background(), "no-such-key"), outbox.ErrUnknownKey)
+}
