@@ -305,8 +305,9 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 //
 // Over a [SharedJournal] it also waits for ops this Outbox did not
 // enqueue: one committed with a business row (pgjournal's EnqueueTx) or
-// by another process. It asks the journal for a key it does not hold, and
-// Run's polls then see the op finish, here or elsewhere.
+// by another process. It asks the journal for the op at the poll interval
+// (Options.PollInterval) while it waits, so that it sees the op finish
+// wherever it runs, in a process that runs no handler too.
 func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 	o.mu.Lock()
 	p, ok := o.ops[key]
@@ -324,6 +325,15 @@ func (o *Outbox) Wait(ctx context.Context, key string) (Result, error) {
 	}
 	if !ok {
 		return Result{}, ErrUnknownKey
+	}
+	if o.shared != nil {
+		fctx, stop := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		go func() {
+			defer close(followed)
+			o.follow(fctx, key, out)
+		}()
+		defer func() { stop(); <-followed }()
 	}
 	select {
 	case <-out.done:

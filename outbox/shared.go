@@ -321,14 +321,19 @@ func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error
 	if err != nil {
 		return err
 	}
+	o.settle(es, func(key string) bool { _, busy := inFlight[key]; return busy })
+	return nil
+}
+
+// settle finishes the ops of es that the journal says finished, and this
+// Outbox still holds as pending, but for those busy says it runs: their
+// outcome is its own to record. o.mu is not held.
+func (o *Outbox) settle(es []Entry, busy func(key string) bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, e := range es {
 		p, ok := o.ops[e.Op.Key]
-		if !ok || e.State == Pending || p.e.State != Pending || p.redrive {
-			continue
-		}
-		if _, busy := inFlight[e.Op.Key]; busy {
+		if !ok || e.State == Pending || p.e.State != Pending || p.redrive || busy(e.Op.Key) {
 			continue
 		}
 		e.Lease = ""
@@ -345,7 +350,34 @@ func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error
 			close(p.out.done)
 		}
 	}
-	return nil
+}
+
+// follow polls the journal for key's outcome, at the poll interval, until
+// out is done or ctx ends: so that Wait sees an op finish wherever it
+// runs, in a process that runs no Run (a web tier that only enqueues) or
+// while Run does not look at the op.
+func (o *Outbox) follow(ctx context.Context, key string, out *outcome) {
+	for {
+		w, stop := o.clock.WithTimeout(context.Background(), o.shared.poll)
+		select {
+		case <-out.done:
+			stop()
+			return
+		case <-ctx.Done():
+			stop()
+			return
+		case <-w.Done():
+		}
+		stop()
+		es, err := o.shared.j.Get(ctx, []string{key})
+		if err != nil {
+			continue // a journal that fails now may answer at the next poll
+		}
+		o.settle(es, func(k string) bool {
+			p := o.ops[k] // o.mu is held by settle
+			return p != nil && p.inCall
+		})
+	}
 }
 
 // adopt reads an op this Outbox does not hold from the shared journal,

@@ -501,3 +501,26 @@ func TestSharedRedriveOfAnotherProcessDeadLetter(t *testing.T) {
 	assert.Equal(t, 1, r.Attempts, "attempts start again")
 	assert.ErrorIs(t, b.Redrive(context.Background(), "no-such-key"), outbox.ErrUnknownKey)
 }
+
+// A process that only enqueues (a web tier; the workers are elsewhere)
+// sees its op finish: Wait follows it in the journal. (It waited forever,
+// since only Run's polls looked.)
+func TestSharedWaitInAProcessThatRunsNothing(t *testing.T) {
+	t.Parallel()
+	m := newMemShared()
+	clk := retrytest.NewAutoClock()
+	web := newShared(t, m, outbox.Options{Clock: clk, PollInterval: 10 * time.Millisecond})
+	worker := newShared(t, m, outbox.Options{Clock: clk, PollInterval: 10 * time.Millisecond})
+	worker.Handle("pay", func(context.Context, outbox.Op) error { return nil })
+	key, err := web.Enqueue(context.Background(), outbox.Op{Kind: "pay", Payload: []byte("42")})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	r, err := web.Wait(wctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, outbox.Succeeded, r.State)
+}
