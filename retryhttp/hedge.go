@@ -58,9 +58,9 @@ func (c *call) hedgeDecider(classify retry.Classifier) retry.Classifier {
 // attempt runs on its own goroutine through retry.HedgeValue, and the first
 // response that is not a failure wins. Losers are drained and closed.
 func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, error) {
-	// The copies share c: what they read of it (its origin, its timeout)
-	// was set by policy, before the first starts, and is never written
-	// again.
+	// The copies share c: what they read of it is set here, or by policy,
+	// before the first starts, and never written again.
+	c.origin()
 	var n atomic.Int32
 	resp, tr, err := retry.HedgeValue(c.req.Context(), c.t.Hedger, func(actx context.Context) (*http.Response, error) {
 		return c.hedgedAttempt(actx, int(n.Add(1)))

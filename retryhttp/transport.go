@@ -277,7 +277,11 @@ func (c *call) policy(hedged bool) retry.Policy {
 	if p.Classifier == nil {
 		p.Classifier = DefaultClassifier
 	}
-	p = p.WithGuards(&t.Guards, c.origin())
+	if g := &t.Guards; g.Budgets != nil || g.Breakers != nil || g.Throttles != nil {
+		// The origin is worked out only for the sets that need it: a
+		// string per request otherwise.
+		p = p.WithGuards(g, c.origin())
+	}
 	t.watchGuards(&p)
 	if t.OnDone != nil {
 		// Observed: keep what the loop reports, a panic included, for an
