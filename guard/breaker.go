@@ -2,7 +2,6 @@ package guard
 
 import (
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,33 +41,6 @@ type BreakerOptions struct {
 	CountAttempts bool
 	// Clock is the time source of the window and of OpenFor [real time].
 	Clock Clock
-}
-
-// BreakerState is the state of a [Breaker].
-type BreakerState uint8
-
-// The states of a Breaker.
-const (
-	// BreakerClosed: calls go through, and are counted.
-	BreakerClosed BreakerState = iota
-	// BreakerOpen: every call is refused without being sent.
-	BreakerOpen
-	// BreakerHalfOpen: Probes first attempts go through; everything else,
-	// retries and hedges included, is refused.
-	BreakerHalfOpen
-)
-
-// String returns "closed", "open" or "half-open".
-func (s BreakerState) String() string {
-	switch s {
-	case BreakerClosed:
-		return "closed"
-	case BreakerOpen:
-		return "open"
-	case BreakerHalfOpen:
-		return "half-open"
-	}
-	return "BreakerState(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Breaker is a circuit breaker that retry.Do consults: it fails calls fast
