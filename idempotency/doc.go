@@ -24,7 +24,9 @@
 //   - 503 with Retry-After if the store fails, or has not answered within
 //     Options.StoreTimeout: the handler does not run, since nothing can
 //     tell whether the key ran before. The middleware keeps StoreTimeout
-//     itself, whatever the store does with its ctx.
+//     itself, whatever the store does with its ctx. A Claim that failed
+//     may have been made with its reply lost, so the middleware releases
+//     it (fenced by its token): the retry finds the key free.
 //   - 422 if the key was used for a different request: another method,
 //     path, query, Content-Type or body. This is checked first, whether
 //     that request is finished or still running.
