@@ -77,7 +77,10 @@
 // does. Such a response is sent before it is saved: if the process dies
 // mid-stream, the key is free one lease later and the retry runs the
 // handler again. Raise the limit for endpoints whose large responses must
-// be replayed.
+// be replayed. If the lease was lost before the body passed the limit,
+// none of it is sent; the claim is settled all the same, as for a small
+// response: saved, if nobody took the key over, and the client gets what a
+// replay would send.
 //
 // # The handler's ctx
 //
