@@ -24,7 +24,9 @@
 //   - 503 with Retry-After if the store fails, or has not answered within
 //     Options.StoreTimeout: the handler does not run, since nothing can
 //     tell whether the key ran before. The middleware keeps StoreTimeout
-//     itself, whatever the store does with its ctx.
+//     itself, whatever the store does with its ctx. A Claim that failed
+//     may have been made with its reply lost, so the middleware releases
+//     it (fenced by its token): the retry finds the key free.
 //   - 422 if the key was used for a different request: another method,
 //     path, query, Content-Type or body. This is checked first, whether
 //     that request is finished or still running.
@@ -75,7 +77,10 @@
 // does. Such a response is sent before it is saved: if the process dies
 // mid-stream, the key is free one lease later and the retry runs the
 // handler again. Raise the limit for endpoints whose large responses must
-// be replayed.
+// be replayed. If the lease was lost before the body passed the limit,
+// none of it is sent; the claim is settled all the same, as for a small
+// response: saved, if nobody took the key over, and the client gets what a
+// replay would send.
 //
 // # The handler's ctx
 //

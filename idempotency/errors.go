@@ -19,11 +19,11 @@ var (
 	// of the one that took over.
 	ErrLeaseLost = errors.New("idempotency: lease lost")
 
-	// ErrStoreFull is matched, with errors.Is, by the error a [MemoryStore]
-	// returns when a new key or a result would pass its bounds, in all or
-	// for the key's scope. It never drops a saved result before its TTL to
-	// make room: forgetting a result would let a retry run the handler
-	// again.
+	// ErrStoreFull is matched, with errors.Is, by the error a [MemoryStore]'s
+	// Claim returns when a new key would pass its bounds, in all or for the
+	// key's scope. It never drops a saved result before its TTL to make
+	// room, nor refuses the result of a claim it admitted: either would let
+	// a retry run the handler again.
 	ErrStoreFull = errors.New("idempotency: store full")
 )
 

@@ -82,8 +82,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 	rec := &f.rec
 	switch rec.mode {
 	case discarding:
-		p.set(OutcomeLeaseLost, http.StatusConflict, ErrLeaseLost)
-		writeLeaseLost(w, m.opts.Header)
+		f.settleDiscarded(w, p)
 		return
 	case streaming:
 		// The response is out; what is left is to settle the claim.
@@ -125,6 +124,37 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 		p.set(OutcomeExecuted, rec.status, nil)
 	}
 	rec.send(true)
+}
+
+// settleDiscarded settles the claim of a response whose body passed
+// MaxResponseBytes after the lease was lost, so that none of it was sent:
+// as for any response, the key is released for a retryable status, and
+// otherwise its status and headers are saved, which Complete does if
+// nobody took the key over. The client then gets what a replay would send;
+// if another request holds the key, it is sent to get that one's result.
+func (f *flight) settleDiscarded(w http.ResponseWriter, p *report) {
+	m, rec := f.m, &f.rec
+	if m.opts.Retryable(rec.status) {
+		f.release()
+		p.set(OutcomeReleased, http.StatusConflict, nil)
+		writeLeaseLost(w, m.opts.Header)
+		return
+	}
+	saved := omittedRecord(rec.status, rec.saved)
+	err := f.complete(saved)
+	if errors.Is(err, ErrLeaseLost) {
+		p.set(OutcomeLeaseLost, http.StatusConflict, err)
+		writeLeaseLost(w, m.opts.Header)
+		return
+	}
+	// As for a small response, on another error too: the work is done.
+	if err != nil {
+		p.set(OutcomeLeaseLost, rec.status, err)
+	} else {
+		p.set(OutcomeExecuted, rec.status, nil)
+	}
+	w.Header()[BodyOmittedHeader] = []string{"true"}
+	send(w, saved.status, saved.header, nil, nil, true)
 }
 
 // startContext makes the ctx that the handler of a claimed request runs

@@ -264,6 +264,36 @@ func TestExpiredLeaseThatNobodyTookStillSavesTheResult(t *testing.T) {
 	assert.Equal(t, 1, o.ran("k"), "the handler ran once")
 }
 
+// The same past MaxResponseBytes: the body passes the bound once the lease
+// is lost, so none of it is sent, but the claim is settled as for a small
+// one: the status and headers are saved, and the retry gets them.
+func TestExpiredLeaseThatNobodyTookSavesAResponsePastMaxResponseBytes(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	store := newRenewLog(memStore(t, clk))
+	store.fail.Store(true)
+	o := newOrders()
+	srv := serve(t, newMiddleware(t, idempotency.Options{Store: store, Lease: 3 * time.Second, Clock: clk, MaxResponseBytes: 8}), o)
+
+	first := doAsync(srv, req{key: "k", body: "{}", header: waiting})
+	recv(t, o.started, "the handler")
+	for range 2 {
+		clk.Add(time.Second)
+		require.ErrorIs(t, recv(t, store.renewed, "a failed renewal"), errUnreachable)
+	}
+	clk.Add(time.Second) // the lease runs out; nobody claims the key
+	got := recv(t, first, "the first reply")
+	require.Equal(t, http.StatusCreated, got.status, "the result is saved: body %s", got.body)
+	assert.Equal(t, "true", got.header.Get(idempotency.BodyOmittedHeader), "the body was not sent")
+	assert.Equal(t, "/orders/1", got.header.Get("Location"))
+
+	again := do(t, srv, req{key: "k", body: "{}"})
+	assert.Equal(t, http.StatusCreated, again.status)
+	assert.Equal(t, "true", again.header.Get(idempotency.ReplayedHeader), "the retry gets the result: status %d %s", again.status, again.body)
+	assert.Equal(t, "/orders/1", again.header.Get("Location"))
+	assert.Equal(t, 1, o.ran("k"), "the handler ran once")
+}
+
 func TestRenewalOnAnAutoClockIsNoHotLoop(t *testing.T) {
 	t.Parallel()
 	// An auto clock moves time for waits only. A renewal that waited would

@@ -36,7 +36,9 @@ type MemoryOptions struct {
 	MaxEntries int
 
 	// MaxBytes bounds the bytes held: keys, tokens, fingerprints and
-	// results, plus 128 bytes per key for bookkeeping [128 MiB].
+	// results, plus 128 bytes per key for bookkeeping [128 MiB]. It is
+	// checked when a key is claimed: the result of a claim admitted is
+	// saved even past it.
 	MaxBytes int64
 
 	// MaxScopeEntries bounds how many of the keys one scope holds at once
@@ -64,9 +66,13 @@ type MemoryOptions struct {
 // whose Options.Store is nil.
 //
 // Entries leave when their lease or TTL runs out, never earlier: when a new
-// key or a result would pass a bound, Claim or Complete returns an error
-// that matches [ErrStoreFull] (the middleware answers 503) rather than
-// forget a result that a retry may still ask for. The bound of each scope
+// key would pass a bound, or the store or its scope is past one, Claim
+// returns an error that matches [ErrStoreFull] (the middleware answers 503,
+// before the handler runs) rather than forget a result that a retry may
+// still ask for. Complete never refuses the result of a claim admitted,
+// since its handler has run: results may pass MaxBytes by as much as the
+// responses in flight when it fills, which the process holds already, and
+// new keys are refused until entries leave. The bound of each scope
 // makes that refusal fall on the caller who filled its share, not on
 // everyone: one client sending fresh keys as fast as it can fills its
 // scope, a tenth of the store by default, and the others go on. Requests
@@ -205,17 +211,17 @@ func (s *MemoryStore) Complete(_ context.Context, key, token string, fingerprint
 	e := s.entries[key]
 	switch {
 	case e == nil: // the lease ran out and nobody took the key: save anyway
-		return s.add(&entry{key: key, token: token, done: true, fp: fingerprint, result: result, expires: now.Add(ttl)})
+		s.insert(&entry{key: key, token: token, done: true, fp: fingerprint, result: result, expires: now.Add(ttl)})
+		return nil
 	case e.token != token:
 		return ErrLeaseLost
 	case e.done: // the same call, sent again: the first result stays
 		return nil
 	}
-	grow := int64(len(result)) - int64(len(e.result))
-	if err := s.room(e.use, 0, grow); err != nil {
-		return err
-	}
-	s.account(e.use, 0, grow)
+	// Past the bounds too: the claim was admitted and its handler has run,
+	// so refusing the result would only run it again on the retry. Claim
+	// refuses new keys until the store is under its bounds again.
+	s.account(e.use, 0, int64(len(result))-int64(len(e.result)))
 	e.done, e.result, e.expires = true, result, now.Add(ttl)
 	heap.Fix(&s.expiry, e.index)
 	return nil
@@ -249,22 +255,32 @@ func (s *MemoryStore) Len() (entries int, bytes int64) {
 
 // add stores a new entry if the store and its scope have room for it.
 func (s *MemoryStore) add(e *entry) error {
-	scope := scopeOf(e.key)
-	use := s.scopes[scope]
-	if use == nil {
-		use = &usage{}
-	}
-	if err := s.room(use, 1, e.size()); err != nil {
+	if err := s.room(s.usageOf(e.key), 1, e.size()); err != nil {
 		return err
 	}
+	s.insert(e)
+	return nil
+}
+
+// usageOf returns what the scope of key holds: zero for a scope that holds
+// nothing.
+func (s *MemoryStore) usageOf(key string) *usage {
+	if use := s.scopes[scopeOf(key)]; use != nil {
+		return use
+	}
+	return &usage{}
+}
+
+// insert stores a new entry whatever the bounds say.
+func (s *MemoryStore) insert(e *entry) {
+	use := s.usageOf(e.key)
 	if use.entries == 0 {
-		s.scopes[scope] = use
+		s.scopes[scopeOf(e.key)] = use
 	}
 	e.use = use
 	s.account(use, 1, e.size())
 	s.entries[e.key] = e
 	heap.Push(&s.expiry, e)
-	return nil
 }
 
 // room reports whether n more entries and b more bytes fit, in the store

@@ -70,14 +70,16 @@ func TestMemoryStoreIsBoundedInBytes(t *testing.T) {
 	k, tok := storetest.Key("a"), storetest.Token()
 	_, err = s.Claim(ctx, k, tok, make([]byte, 32), time.Minute)
 	require.NoError(t, err)
-	require.ErrorIs(t, s.Complete(ctx, k, tok, nil, make([]byte, 2000), time.Hour), idempotency.ErrStoreFull)
-	require.NoError(t, s.Complete(ctx, k, tok, nil, make([]byte, 1500), time.Hour))
+	// The result of a claim admitted is saved even past the bound: the
+	// handler has run. New keys wait until the store is under it again.
+	require.NoError(t, s.Complete(ctx, k, tok, nil, make([]byte, 2000), time.Hour))
 	_, bytes := s.Len()
 	entry := int64(len(k) + len(tok) + 32 + 128)
-	assert.Equal(t, entry+1500, bytes, "key, token, fingerprint, result and bookkeeping")
+	assert.Equal(t, entry+2000, bytes, "key, token, fingerprint, result and bookkeeping")
 
 	_, err = s.Claim(ctx, storetest.Key("b"), storetest.Token(), make([]byte, 32), time.Minute)
 	require.ErrorIs(t, err, idempotency.ErrStoreFull)
+
 	clk.Add(time.Hour)
 	_, err = s.Claim(ctx, storetest.Key("b"), storetest.Token(), make([]byte, 32), time.Minute)
 	require.NoError(t, err, "the result's TTL ran out and made room")
@@ -123,7 +125,9 @@ func TestMemoryStoreBoundsEachScopeInBytes(t *testing.T) {
 	k, tok := storetest.ScopedKey("mallory", "0"), storetest.Token()
 	_, err = s.Claim(ctx, k, tok, nil, time.Minute)
 	require.NoError(t, err)
-	require.ErrorIs(t, s.Complete(ctx, k, tok, nil, make([]byte, 1000), time.Hour), idempotency.ErrStoreFull)
+	require.NoError(t, s.Complete(ctx, k, tok, nil, make([]byte, 1000), time.Hour), "an admitted claim's result, past the scope's share")
+	_, err = s.Claim(ctx, storetest.ScopedKey("mallory", "1"), storetest.Token(), nil, time.Minute)
+	require.ErrorIs(t, err, idempotency.ErrStoreFull, "the scope is past its share")
 	k2 := storetest.ScopedKey("alice", "0")
 	tok2 := storetest.Token()
 	_, err = s.Claim(ctx, k2, tok2, nil, time.Minute)
@@ -220,4 +224,36 @@ func TestMiddlewaresSharingAStoreActAsOne(t *testing.T) {
 		assert.Equal(t, "true", rp.header.Get(idempotency.ReplayedHeader))
 	}
 	assert.Equal(t, 1, o.total())
+}
+
+// A claim the store admitted is never refused its result: the handler has
+// run. A store whose bytes are nearly used up saves the first request's
+// result past its bound, and the retry, after the lease, is a replay.
+func TestMemoryStoreNeverRefusesTheResultOfAnAdmittedClaim(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewMock()
+	s, err := idempotency.NewMemoryStore(idempotency.MemoryOptions{MaxBytes: 1000, MaxScopeBytes: 1000, Clock: clk})
+	require.NoError(t, err)
+	var runs int
+	big := make([]byte, 2000) // a claim fits in 1000 bytes; it and this result do not
+	m := newMiddleware(t, idempotency.Options{Store: s, Clock: clk, Lease: time.Minute})
+	srv := serve(t, m, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		runs++
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(big)
+	}))
+
+	first := do(t, srv, req{key: "k", body: "{}"})
+	require.Equal(t, http.StatusCreated, first.status)
+	_, used := s.Len()
+	assert.Greater(t, used, int64(1000), "the result is kept past MaxBytes")
+	clk.Add(time.Minute) // past the lease
+	again := do(t, srv, req{key: "k", body: "{}"})
+	assert.Equal(t, http.StatusCreated, again.status)
+	assert.Equal(t, "true", again.header.Get(idempotency.ReplayedHeader), "the retry gets the result")
+	assert.Equal(t, 1, runs, "handler runs")
+
+	full := do(t, srv, req{key: "other", body: "{}"})
+	assert.Equal(t, http.StatusServiceUnavailable, full.status, "a new key is refused before its handler runs")
+	assert.Equal(t, 1, runs, "handler runs")
 }

@@ -89,7 +89,7 @@ func TestOnDoneReportsEachKeyedRequestOnce(t *testing.T) {
 		{name: "retryable status", rq: req{key: "c", path: "/unavailable"}, ran: true,
 			want: idempotency.Summary{Outcome: idempotency.OutcomeReleased, Status: http.StatusServiceUnavailable, StoreCalls: 2}},
 		{name: "store down", rq: req{key: "d"}, setup: func() { store.claimErr = storeDown },
-			want: idempotency.Summary{Outcome: idempotency.OutcomeStoreFailed, Status: http.StatusServiceUnavailable, StoreCalls: 1, Err: storeDown}},
+			want: idempotency.Summary{Outcome: idempotency.OutcomeStoreFailed, Status: http.StatusServiceUnavailable, StoreCalls: 2, Err: storeDown}}, // Claim, and the Release that settles it
 		{name: "lease lost", rq: req{key: "e"}, ran: true, setup: func() { store.claimErr, store.completeErr = nil, idempotency.ErrLeaseLost },
 			want: idempotency.Summary{Outcome: idempotency.OutcomeLeaseLost, Status: http.StatusConflict, StoreCalls: 2, Err: idempotency.ErrLeaseLost}},
 		{name: "result not saved", rq: req{key: "f"}, ran: true, setup: func() { store.completeErr = idempotency.ErrStoreFull },

@@ -234,12 +234,14 @@ func (hung) Claim(ctx context.Context, _, _ string, _ []byte, _ time.Duration) (
 
 func TestStoreFailureIs503AndTheHandlerDoesNotRun(t *testing.T) {
 	t.Parallel()
+	mem, err := idempotency.NewMemoryStore(idempotency.MemoryOptions{})
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
 		store idempotency.Store
 	}{
-		{"down", &failing{claim: errors.New("dial tcp: connection refused")}},
-		{"timeout", hung{}},
+		{"down", &failing{Store: mem, claim: errors.New("dial tcp: connection refused")}},
+		{"timeout", hung{mem}},
 		{"nonsense answer", stateStore(0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

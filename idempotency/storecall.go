@@ -47,10 +47,10 @@ func timeoutError(op string, d time.Duration) error {
 func (b *boundedStore) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (Claim, error) {
 	if b.direct {
 		defer b.count(ctx, b.now())
-		return b.s.Claim(ctx, key, token, fp, lease)
+		return b.claim(ctx, key, token, fp, lease)
 	}
 	return call(b, ctx, "claim", func(ctx context.Context) (Claim, error) {
-		return b.s.Claim(ctx, key, token, fp, lease)
+		return b.claim(ctx, key, token, fp, lease)
 	}, func(c Claim) {
 		// The claim came too late for its request, which was answered 503:
 		// free the key at once rather than one lease later.
@@ -60,6 +60,26 @@ func (b *boundedStore) Claim(ctx context.Context, key, token string, fp []byte, 
 			_ = b.s.Release(ctx, key, token)
 		}
 	})
+}
+
+// claim calls the store's Claim, and settles a claim that failed: its
+// reply may have been lost after the store made it, and the request is
+// answered 503, so the key is released, fenced by the token, for the retry
+// (with a token of its own) to find it free rather than held for a lease.
+// The Release runs in the same StoreTimeout as the Claim; if it fails too,
+// the lease runs out by itself.
+func (b *boundedStore) claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (Claim, error) {
+	c, err := b.s.Claim(ctx, key, token, fp, lease)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
+		defer cancel()
+		_ = b.s.Release(rctx, key, token)
+		// A call more for the Summary; its time is in the Claim's.
+		if t, _ := ctx.Value(tallyKey{}).(*tally); t != nil {
+			t.calls.Add(1)
+		}
+	}
+	return c, err
 }
 
 func (b *boundedStore) Renew(ctx context.Context, key, token string, lease time.Duration) error {

@@ -6,6 +6,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -340,4 +343,47 @@ func Run(t *testing.T, h Harness) {
 		require.NoError(t, err)
 		assert.Equal(t, result, done.Result)
 	})
+
+	t.Run("a claim whose reply is lost does not lock its key out", func(t *testing.T) {
+		t.Parallel()
+		s, _ := h.New(t)
+		lost := &lostClaimReply{Store: s}
+		lost.lose.Store(true)
+		runs := 0
+		m, err := idempotency.New(idempotency.Options{Store: lost, Lease: lease})
+		require.NoError(t, err)
+		srv := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			runs++
+			w.WriteHeader(http.StatusCreated)
+		}))
+		send := func() int {
+			r := httptest.NewRequest(http.MethodPost, "/orders", nil)
+			r.Header.Set("Idempotency-Key", "lost-reply")
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, r)
+			return w.Code
+		}
+		require.Equal(t, http.StatusServiceUnavailable, send(), "a Claim that returns an error")
+		lost.lose.Store(false)
+		assert.Equal(t, http.StatusCreated, send(), "the retry, at once: the first claim must not hold the key")
+		assert.Equal(t, 1, runs, "handler runs")
+	})
 }
+
+// lostClaimReply is a Store whose Claim, while lose is set, takes effect
+// and then returns an error, as a call does whose reply is lost after the
+// store committed it.
+type lostClaimReply struct {
+	idempotency.Store
+	lose atomic.Bool
+}
+
+func (s *lostClaimReply) Claim(ctx context.Context, key, token string, fp []byte, lease time.Duration) (idempotency.Claim, error) {
+	c, err := s.Store.Claim(ctx, key, token, fp, lease)
+	if err == nil && s.lose.Load() {
+		return idempotency.Claim{}, errLostReply
+	}
+	return c, err
+}
+
+var errLostReply = errors.New("storetest: the reply of Claim was lost")
