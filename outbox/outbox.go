@@ -66,6 +66,9 @@ type Outbox struct {
 	byAge      ageHeap // the unfinished ops, oldest first
 
 	shared *sharedRun // set when j is a SharedJournal (shared.go)
+
+	counts  JournalCounts // a CountingJournal's, as of Run's latest poll
+	counted bool          // counts holds a poll's answer
 }
 
 // item is the Outbox's state of one op.

@@ -159,6 +159,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 				break
 			}
 			nextPoll = now.Add(s.poll)
+			o.count(ctx, now)
 			more = len(es) == limit
 			if len(inFlight) == 0 {
 				nextRenew = now.Add(s.lease / 3)

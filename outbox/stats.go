@@ -21,14 +21,25 @@ type Stats struct {
 // Stats returns the counts of o's ops and the age of the oldest one not
 // finished. It reads counters the Outbox keeps as ops move, never the
 // journal, so that a metrics scrape or a debug page may call it often.
-// It counts the ops this Outbox holds: with a [SharedJournal], the ops
-// enqueued here and not yet finished (pending), the attempts under way
-// here, of ops enqueued anywhere (running), and the dead letters recorded
-// or re-driven here since it started (failed).
+// It counts the ops this Outbox holds. Over a [CountingJournal] (such as
+// pgjournal's) that Run polls, it counts the whole journal instead, as of
+// Run's latest poll: every process's ops and those of EnqueueTx, so that
+// an alert on OldestPending sees them. Over another [SharedJournal], or
+// before Run's first poll, it counts the ops enqueued here and not yet
+// finished (pending), the attempts under way here, of ops enqueued
+// anywhere (running), and the dead letters recorded or re-driven here
+// since it started (failed).
 func (o *Outbox) Stats() Stats {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.counted {
+		s := Stats{Pending: o.counts.Pending, Running: o.counts.Running, Failed: o.counts.Failed}
+		if !o.counts.OldestPending.IsZero() {
+			s.OldestPending = max(now.Sub(o.counts.OldestPending), 0)
+		}
+		return s
+	}
 	s := Stats{Pending: max(o.unfinished-o.inCallOwn, 0), Running: o.inCall, Failed: o.failed}
 	if len(o.byAge) > 0 {
 		s.OldestPending = max(now.Sub(o.byAge[0].e.Enqueued), 0)

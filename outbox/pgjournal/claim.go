@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stormguard/retry/outbox"
 )
@@ -112,4 +113,27 @@ func (j *Journal) Get(ctx context.Context, keys []string) ([]outbox.Entry, error
 		return nil, fmt.Errorf("pgjournal: get: %w", err)
 	}
 	return es, nil
+}
+
+var _ outbox.CountingJournal = (*Journal)(nil)
+
+// Counts counts the table's ops, for outbox.Outbox.Stats: pending (no
+// live lease at now), running (leased) and failed, and when the oldest
+// op not finished was enqueued. It reads every row's state: one statement
+// per poll of each Outbox that runs over the journal.
+func (j *Journal) Counts(ctx context.Context, now time.Time) (outbox.JournalCounts, error) {
+	if err := j.check(); err != nil {
+		return outbox.JournalCounts{}, err
+	}
+	var c outbox.JournalCounts
+	var pending, running, failed int64
+	var oldest pgtype.Timestamptz
+	if err := j.pool.QueryRow(ctx, j.sql.counts, now).Scan(&pending, &running, &failed, &oldest); err != nil {
+		return c, fmt.Errorf("pgjournal: counts: %w", err)
+	}
+	c.Pending, c.Running, c.Failed = int(pending), int(running), int(failed)
+	if oldest.Valid {
+		c.OldestPending = oldest.Time
+	}
+	return c, nil
 }

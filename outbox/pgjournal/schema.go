@@ -43,7 +43,7 @@ type sqlText struct {
 	table, create                                   string
 	lock                                            int64 // advisory lock key of the table's creation
 	add, enqueue, update, owner, load, claim, renew string
-	release, get                                    string
+	release, get, counts                            string
 }
 
 // cols are the columns of an Entry, in the order scan reads them.
@@ -85,7 +85,10 @@ WHERE id IN (SELECT id FROM %[1]s
 RETURNING %[2]s`, t, cols),
 		renew: fmt.Sprintf(`UPDATE %s AS t SET lease_until = $3 FROM unnest($1::text[], $2::text[]) AS h(key, lease)
 WHERE t.key = h.key AND t.lease = h.lease RETURNING t.key`, t),
-		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE key = ANY($1)`, cols, t),
+		get: fmt.Sprintf(`SELECT %s FROM %s WHERE key = ANY($1)`, cols, t),
+		counts: fmt.Sprintf(`SELECT count(*) FILTER (WHERE state = 0 AND (lease_until IS NULL OR lease_until <= $1)),
+	count(*) FILTER (WHERE state = 0 AND lease_until > $1), count(*) FILTER (WHERE state = 2),
+	min(enqueued) FILTER (WHERE state = 0) FROM %s`, t),
 		release: fmt.Sprintf(`UPDATE %s SET lease = NULL, lease_until = NULL WHERE key = $1 AND lease = $2`, t),
 	}, nil
 }
