@@ -21,7 +21,9 @@ const (
 // default in brackets.
 type ThrottleOptions struct {
 	// K is how many requests the client sends per request the service
-	// accepts before it starts to shed [2]; at least 1. Lower sheds sooner.
+	// accepts before it starts to shed [2]; above 1. Lower sheds sooner,
+	// and recovers later: the refused requests count, so that at 1 the
+	// shedding would hold itself up for ever.
 	K float64
 	// Window is the span of time the counts cover [2m]. It slides by a
 	// sixteenth of itself: what is older than 15/16 of it may be
@@ -112,8 +114,10 @@ func (t *Throttle) note(p float64) {
 // [ErrInvalidOptions] that names the first option that cannot be used.
 func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 	switch {
-	case math.IsNaN(o.K) || math.IsInf(o.K, 0) || o.K < 0 || o.K > 0 && o.K < 1:
-		return nil, invalid("ThrottleOptions.K %v is not a finite number of at least 1", o.K)
+	case math.IsNaN(o.K) || math.IsInf(o.K, 0) || o.K < 0 || o.K > 0 && o.K <= 1:
+		// At K = 1 the throttle's own refusals hold its probability where
+		// it is, whatever the service does: it never recovers.
+		return nil, invalid("ThrottleOptions.K %v is not a finite number above 1", o.K)
 	case o.Window < 0:
 		return nil, invalid("ThrottleOptions.Window %v is negative", o.Window)
 	case o.Window > 0 && o.Window < windowBuckets*time.Millisecond:

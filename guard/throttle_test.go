@@ -22,6 +22,7 @@ func TestNewThrottleRejectsBadOptions(t *testing.T) {
 		want string
 	}{
 		{guard.ThrottleOptions{K: 0.5}, "K 0.5"},
+		{guard.ThrottleOptions{K: 1}, "K 1 is not a finite number above 1"},
 		{guard.ThrottleOptions{K: -1}, "K -1"},
 		{guard.ThrottleOptions{Window: -time.Second}, "Window -1s"},
 		{guard.ThrottleOptions{Window: time.Millisecond}, "Window 1ms is below"},
@@ -36,7 +37,7 @@ func TestNewThrottleRejectsBadOptions(t *testing.T) {
 			assert.Nil(t, th)
 		})
 	}
-	for _, o := range []guard.ThrottleOptions{{}, {K: 1, Window: time.Second, MinRequests: 1, MaxReject: 1}} {
+	for _, o := range []guard.ThrottleOptions{{}, {K: 1.01, Window: time.Second, MinRequests: 1, MaxReject: 1}} {
 		_, err := guard.NewThrottle(o)
 		assert.NoError(t, err, "NewThrottle(%+v)", o)
 	}

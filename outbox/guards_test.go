@@ -203,7 +203,7 @@ func TestBudgetRefusalHoldsTheOpUntilNotAfter(t *testing.T) {
 func TestThrottleOnThePolicyApplies(t *testing.T) {
 	t.Parallel()
 	clk := retrytest.NewAutoClock()
-	th, err := guard.NewThrottle(guard.ThrottleOptions{MinRequests: 1, K: 1, MaxReject: 1, Clock: clk, Rand: func() float64 { return 0 }})
+	th, err := guard.NewThrottle(guard.ThrottleOptions{MinRequests: 1, K: 1.01, MaxReject: 1, Clock: clk, Rand: func() float64 { return 0 }})
 	require.NoError(t, err)
 	o, _ := newOutbox(t, filepath.Join(t.TempDir(), "journal"), outbox.Options{
 		Clock:  clk,

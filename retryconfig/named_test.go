@@ -75,7 +75,7 @@ func TestParseGuardErrors(t *testing.T) {
 		{"breaker without a name", `{"breakers": {"": {}}}`, `breakers: a breaker needs a name`, false},
 		{"breaker twice", `{"breakers": {"b": {}, "b": {}}}`, `breakers: "b" appears twice`, false},
 		{"breaker field twice", `{"breakers": {"b": {"probes": 1, "probes": 2}}}`, `breakers.b: "probes" appears twice`, false},
-		{"small k", `{"throttles": {"t": {"k": 0.5}}}`, `throttles.t.k: 0.5 is not a finite number of at least 1`, false},
+		{"small k", `{"throttles": {"t": {"k": 0.5}}}`, `throttles.t.k: 0.5 is not a finite number above 1`, false},
 		{"reject above 1", `{"throttles": {"t": {"maxReject": 2}}}`, `throttles.t.maxReject: 2 is not in (0, 1]`, false},
 		{"zero window", `{"throttles": {"t": {"window": "0s"}}}`, `throttles.t.window: 0 would stand for the default`, false},
 		{"negative requests", `{"throttles": {"t": {"minRequests": -3}}}`, `throttles.t.minRequests: -3 is negative`, false},

@@ -92,7 +92,7 @@ level=INFO msg="queue: breaker changed" topic=orders from=half-open to=closed
 func TestThrottleShedsAnOverloadedTopic(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		throttles, err := guard.NewThrottles(guard.ThrottleOptions{K: 1, MinRequests: 4, MaxReject: 1, Rand: func() float64 { return 0 }}, 16)
+		throttles, err := guard.NewThrottles(guard.ThrottleOptions{K: 1.01, MinRequests: 4, MaxReject: 1, Rand: func() float64 { return 0 }}, 16)
 		require.NoError(t, err)
 		var log logBuffer
 		b := newBroker()
