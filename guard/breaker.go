@@ -228,7 +228,7 @@ func (b *Breaker) moveFrom(s uint64, to BreakerState, at time.Time) {
 		return
 	}
 	if to == BreakerOpen {
-		b.openUntil.Store(at.Add(b.params().openFor).UnixNano())
+		b.openUntil.Store(addNs(at.UnixNano(), b.params().openFor))
 	} else {
 		b.w.reset()
 	}
@@ -371,4 +371,14 @@ func (b *Breaker) params() breakerParams {
 		return breakerParams{defaultBreakerRatio, defaultBreakerMinCalls, defaultBreakerOpenFor, defaultBreakerProbes, bucketWidth(defaultBreakerWindow)}
 	}
 	return breakerParams{b.ratio, b.minCalls, b.openFor, b.probes, b.width}
+}
+
+// addNs is ns + d, saturating: an OpenFor of Go's "forever"
+// (math.MaxInt64) must keep the breaker open, not wrap into the past and
+// half-open it the moment it opens.
+func addNs(ns int64, d time.Duration) int64 {
+	if d > 0 && ns > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return ns + int64(d)
 }

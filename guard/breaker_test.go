@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -377,4 +378,17 @@ func TestZeroBreakerAndThrottle(t *testing.T) {
 		}
 		assert.Equal(t, guard.BreakerClosed, b.State())
 	})
+}
+
+// An OpenFor of Go's "forever" keeps the breaker open: its end saturates
+// rather than wrap into the past, which made it half-open at once.
+func TestBreakerOpenForeverStaysOpen(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	br, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1, FailureRatio: 1, OpenFor: time.Duration(math.MaxInt64), Clock: clk})
+	require.NoError(t, err)
+	_, _ = retry.Do(context.Background(), func(context.Context) error { return errUnavailable }, retry.Policy{MaxAttempts: 1, Breaker: br, Clock: clk})
+	assert.Equal(t, guard.BreakerOpen, br.State())
+	clk.Add(100 * 365 * 24 * time.Hour)
+	assert.Equal(t, guard.BreakerOpen, br.State(), "a century later, still open")
 }
