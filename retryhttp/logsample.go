@@ -277,23 +277,36 @@ func (st *sampleState) flush(k sampleKey, due []summary) []summary {
 // hold), so that the moves into and out of it are logged once each. It is
 // guarded by its sampler's lock.
 type originStates struct {
-	m map[string]struct{}
-	n atomic.Int32 // len(m), read without the lock: most calls need no lock
+	m   map[string]uint64 // origin → when it entered, in seq
+	seq uint64
+	n   atomic.Int32 // len(m), read without the lock: most calls need no lock
 }
 
 // enter reports whether origin was not in the state, and puts it there.
-// Past maxLogKeys origins it reports false: those are not tracked, and
-// their lines are still sampled.
+// With maxLogKeys origins in it already, it forgets the one that entered
+// first (an origin long since gone quiet, most likely: its recovery line
+// is not written) rather than stop logging the moves of new origins.
 func (s *logSampler) enter(st *originStates, origin string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := st.m[origin]; ok || len(st.m) >= maxLogKeys {
+	if _, ok := st.m[origin]; ok {
 		return false
 	}
 	if st.m == nil {
-		st.m = make(map[string]struct{})
+		st.m = make(map[string]uint64)
 	}
-	st.m[origin] = struct{}{}
+	if len(st.m) >= maxLogKeys {
+		oldest, first := "", uint64(0)
+		for o, at := range st.m {
+			if oldest == "" || at < first {
+				oldest, first = o, at
+			}
+		}
+		delete(st.m, oldest)
+		st.n.Add(-1)
+	}
+	st.seq++
+	st.m[origin] = st.seq
 	st.n.Add(1)
 	return true
 }

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -324,4 +325,22 @@ func TestLogSamplingCoarseTimes(t *testing.T) {
 	assert.True(t, time.Unix(0, at(100*time.Millisecond)).Equal(due[0].first), "first: %v", due[0].first)
 	assert.Equal(t, timed, due[0].last)
 	assert.Equal(t, 3, due[0].maxAttempt)
+}
+
+// The sets of origins whose budget is exhausted or which are held forget
+// the one that entered first when they are full, rather than stop logging
+// the moves of every new origin: after maxLogKeys origins that never came
+// back, a new outage's line is still written.
+func TestOriginStatesForgetTheOldestWhenFull(t *testing.T) {
+	t.Parallel()
+	var s logSampler
+	var st originStates
+	for i := range maxLogKeys {
+		require.True(t, s.enter(&st, fmt.Sprintf("https://gone-%d.example", i)))
+	}
+	assert.True(t, s.enter(&st, "https://new.example"), "a new origin's move is logged")
+	assert.False(t, s.enter(&st, "https://new.example"), "once")
+	assert.Equal(t, int32(maxLogKeys), st.n.Load(), "still bounded")
+	assert.False(t, s.leave(&st, "https://gone-0.example"), "the first to enter was forgotten")
+	assert.True(t, s.leave(&st, "https://gone-1.example"))
 }
