@@ -2,6 +2,8 @@ package retryconfig
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -66,4 +68,46 @@ func durationJSON(v *value) (time.Duration, error) {
 		return 0, err
 	}
 	return parseDuration(s)
+}
+
+// protoDurationRE is proto3's JSON form of a Duration, the only one a
+// service config holds: decimal seconds, at most 9 fractional digits, and
+// an "s". grpc-go rejects a whole config for anything else ("100ms").
+var protoDurationRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]{1,9})?s$`)
+
+// maxProtoSeconds is proto3's largest Duration, 10,000 years.
+const maxProtoSeconds = 315576000000
+
+// protoDuration reads a service config's duration as grpc-go does: only
+// proto3's form, up to proto3's range, saturating at the longest
+// time.Duration (grpc-go's own rule) rather than overflow.
+func protoDuration(v *value) (time.Duration, error) {
+	if v.kind == kindNumber {
+		return 0, fmt.Errorf("%s is a bare number: a service config writes a duration as a string of seconds, such as \"%ss\"", describe(v), describe(v))
+	}
+	s, err := str(v)
+	if err != nil {
+		return 0, err
+	}
+	if !protoDurationRE.MatchString(s) {
+		return 0, fmt.Errorf("%q is not a proto3 duration: decimal seconds and an s, such as \"0.2s\"", s)
+	}
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(s, "-"), "s"), ".")
+	secs, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || secs > maxProtoSeconds {
+		return 0, fmt.Errorf("%q is past proto3's range of %d seconds", s, maxProtoSeconds)
+	}
+	if neg {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	nanos, _ := strconv.ParseUint((frac + "000000000")[:9], 10, 64)
+	if secs > uint64(math.MaxInt64/int64(time.Second))-1 {
+		return time.Duration(math.MaxInt64), nil // as grpc-go: saturated
+	}
+	d := time.Duration(secs)*time.Second + time.Duration(nanos)
+	if d < 0 {
+		return time.Duration(math.MaxInt64), nil
+	}
+	return d, nil
 }

@@ -1,5 +1,7 @@
 package retryconfig
 
+import "math"
+
 // maxGRPCAttempts is gRFC A6's cap on maxAttempts, of retries and hedging:
 // larger values are treated as 5.
 const maxGRPCAttempts = 5
@@ -15,15 +17,22 @@ func parseHedging(v *value, service bool) (*Hedging, error) {
 	}
 	h := &Hedging{}
 	for _, f := range fields {
+		if service && isNull(f.val) {
+			continue // absent, as for grpc-go
+		}
 		switch f.key {
 		case "maxAttempts":
-			n, err := integer(f.val)
+			n, err := grpcAttempts(f.val)
 			if err != nil {
 				return nil, errorf("maxAttempts: %v", err)
 			}
 			h.MaxAttempts = n
 		case "hedgingDelay":
-			d, err := durationJSON(f.val)
+			read := durationJSON
+			if service {
+				read = protoDuration
+			}
+			d, err := read(f.val)
 			if err != nil {
 				return nil, errorf("hedgingDelay: %v", err)
 			}
@@ -71,4 +80,21 @@ func grpcCodes(v *value) ([]uint32, error) {
 		cs = append(cs, uint32(n))
 	}
 	return cs, nil
+}
+
+// grpcAttempts reads a maxAttempts: a whole number, any above 5 taken as
+// 5, as gRFC A6 and grpc-go take it (3000000000 is 5, not an error).
+func grpcAttempts(v *value) (int, error) {
+	f, err := number(v)
+	switch {
+	case err != nil:
+		return 0, err
+	case f != math.Trunc(f):
+		return 0, errorf("%s is not a whole number", describe(v))
+	case f > maxGRPCAttempts:
+		return maxGRPCAttempts, nil
+	case f < 0:
+		return 0, nil // reported as "must be above 1"
+	}
+	return int(f), nil
 }

@@ -39,6 +39,13 @@ const ThrottlingBudget = "retryThrottling"
 // retryThrottling becomes the budget named [ThrottlingBudget], shared by
 // every policy of the Config; its maxTokens is at most 1000, as in A6.
 //
+// It reads a config as grpc-go does, so that a file it accepts is one
+// grpc-go accepts and means the same: durations are proto3's JSON form
+// only (decimal seconds, at most nine fractional digits and an "s", up to
+// 315576000000s, saturating past time.Duration's range), so "100ms" is an
+// error; a null member is absent (protojson writes them); and a
+// maxAttempts of any whole number above 5 is 5.
+//
 // An invalid config is rejected whole, with path-named errors such as
 // `methodConfig[0].retryPolicy.maxAttempts: 1 must be above 1`. Unknown
 // fields are ignored, as gRFC A21 says for service configs, so that a
@@ -138,26 +145,23 @@ func parseMethodConfig(c *Config, path string, v *value, p *problems) {
 	)
 	for _, f := range fields {
 		fpath := path + "." + f.key
+		if isNull(f.val) {
+			continue // protojson's EmitUnpopulated writes null: absent, as for grpc-go
+		}
 		switch f.key {
 		case "name":
 			names = parseNames(fpath, f.val, p)
 		case "timeout":
-			d, err := durationJSON(f.val)
+			d, err := protoDuration(f.val)
 			if err != nil {
 				p.add(fpath, true, "%v", err)
 				continue
 			}
 			e.policy.MaxElapsed = d
 		case "retryPolicy":
-			if isNull(f.val) {
-				continue
-			}
 			retried = true
 			parseRetryPolicy(fpath, f.val, e, p)
 		case "hedgingPolicy":
-			if isNull(f.val) {
-				continue
-			}
 			h, err := parseHedging(f.val, true)
 			if err != nil {
 				p.add(fpath, true, "%v", err)
@@ -228,7 +232,7 @@ func parseRetryPolicy(path string, v *value, e *entry, p *problems) {
 	var seen [5]bool
 	fail := func(field string, err error) { p.add(path+"."+field, true, "%v", err) }
 	positive := func(field string, v *value, dst *time.Duration) bool {
-		d, err := durationJSON(v)
+		d, err := protoDuration(v)
 		if err == nil && d <= 0 {
 			err = errorf("%v is not positive", d)
 		}
@@ -240,9 +244,12 @@ func parseRetryPolicy(path string, v *value, e *entry, p *problems) {
 		return true
 	}
 	for _, f := range fields {
+		if isNull(f.val) {
+			continue // absent
+		}
 		switch f.key {
 		case "maxAttempts":
-			n, err := integer(f.val)
+			n, err := grpcAttempts(f.val)
 			if err == nil && n <= 1 {
 				err = errorf("%d must be above 1", n)
 			}

@@ -2,6 +2,7 @@ package retryconfig_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -127,7 +128,7 @@ func TestParseServiceConfigErrors(t *testing.T) {
 		{"both policies", `{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {` + ok + `}, "hedgingPolicy": {"maxAttempts": 2}}]}`,
 			`methodConfig[0]: has both retryPolicy and hedgingPolicy`, true},
 		{"bad hedging", `{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "soon"}}]}`,
-			`methodConfig[0].hedgingPolicy: hedgingDelay: "soon" is not a duration`, true},
+			`methodConfig[0].hedgingPolicy: hedgingDelay: "soon" is not a proto3 duration`, true},
 		{"duplicate name", `{"methodConfig": [{"name": [{"service": "s"}]}, {"name": [{"service": "s"}]}]}`,
 			`methodConfig[1].name: "/s/" is named by an earlier methodConfig too`, false},
 		{"method without service", `{"methodConfig": [{"name": [{"method": "M"}]}]}`, `methodConfig[0].name[0]: method "M" has no service`, false},
@@ -194,4 +195,45 @@ func ExampleParseServiceConfig() {
 	// Output:
 	// 4 100ms 1s [14] 10
 	// 1
+}
+
+// A service config means to us what it means to grpc-go: proto3
+// Durations only (decimal seconds, at most 9 fractional digits, an "s", up
+// to proto3's range, saturating), a null member is absent (protojson's
+// EmitUnpopulated), and a maxAttempts above 5 is 5.
+func TestServiceConfigReadsAsGRPCGoDoes(t *testing.T) {
+	t.Parallel()
+	doc := func(timeout, extra string) string {
+		return `{"methodConfig": [{"name": [{"service": "s"}], "timeout": ` + timeout + extra + `}]}`
+	}
+	for _, bad := range []string{`"100ms"`, `"1m30s"`, `"1.0000000001s"`, `"315576000001s"`, `"-1s"`, `"1"`, `"s"`} {
+		_, err := retryconfig.ParseServiceConfig([]byte(doc(bad, "")))
+		assert.Error(t, err, "timeout %s: grpc-go rejects the config", bad)
+	}
+	for _, c := range []struct {
+		text string
+		want time.Duration
+	}{
+		{`"0.2s"`, 200 * time.Millisecond},
+		{`"1.000000001s"`, time.Second + time.Nanosecond},
+		{`"30s"`, 30 * time.Second},
+		{`"315576000000s"`, time.Duration(math.MaxInt64)}, // proto3's maximum: saturated
+	} {
+		cfg, err := retryconfig.ParseServiceConfig([]byte(doc(c.text, "")))
+		require.NoError(t, err, "timeout %s", c.text)
+		assert.Equal(t, c.want, cfg.Policy("/s/").MaxElapsed, "timeout %s", c.text)
+	}
+	cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "s"}], "timeout": null, "waitForReady": null,
+		"retryPolicy": {"maxAttempts": 3000000000, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+		"retryableStatusCodes": ["UNAVAILABLE"], "perAttemptRecvTimeout": null}}]}`))
+	require.NoError(t, err, "nulls are absent; a huge maxAttempts is capped")
+	p := cfg.Policy("/s/")
+	assert.Equal(t, 5, p.MaxAttempts)
+	assert.Zero(t, p.MaxElapsed)
+	h, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "s"}],
+		"hedgingPolicy": {"maxAttempts": 9, "hedgingDelay": null}}]}`))
+	require.NoError(t, err)
+	hg, ok := h.Hedging("/s/")
+	require.True(t, ok)
+	assert.Equal(t, 5, hg.MaxAttempts)
 }
