@@ -77,7 +77,9 @@ func (o *Overrides) Set(s string) error {
 // environment. With prefix "RETRY_", RETRY_PAYMENTS_MAX_ATTEMPTS=1 sets
 // maxAttempts of the policy payments: the policy's name is matched in upper
 // case, with each character other than a letter or a digit as '_'
-// ("payments-eu" is PAYMENTS_EU), and the field is in upper snake case. A
+// ("payments-eu" is PAYMENTS_EU, the gRPC method "/shop.Orders/Get"
+// _SHOP_ORDERS_GET), and the field is in upper snake case; two policies
+// that spell alike are an error of Apply. A
 // variable with the prefix whose field this package does not know is an
 // error, so that a typo is not silently ignored.
 func (o *Overrides) FromEnv(prefix string, environ []string) error {
@@ -116,8 +118,8 @@ func (o *Overrides) FromEnv(prefix string, environ []string) error {
 var fieldNames = [...]string{"maxAttempts", "baseBackoff", "factor", "maxBackoff", "maxElapsed",
 	"attemptTimeout", "jitter", "retryableStatusCodes", "budget", "breaker", "throttle"}
 
-// envName turns "maxAttempts" or "payments-eu" into "MAX_ATTEMPTS" or
-// "PAYMENTS_EU".
+// envName turns a field's name, "maxAttempts", into the variable's
+// "MAX_ATTEMPTS".
 func envName(s string) string {
 	var b strings.Builder
 	for i, r := range s {
@@ -206,7 +208,12 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 	}
 	if o != nil {
 		for _, ov := range o.env {
-			apply(ov, c.envPolicy(ov.policy))
+			name, err := c.envPolicy(ov.policy)
+			if err != nil {
+				p.add(ov.source, false, "%v", err)
+				continue
+			}
+			apply(ov, name)
 		}
 		for _, ov := range o.flags {
 			apply(ov, ov.policy)
@@ -225,13 +232,40 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 	return c, nil
 }
 
-// envPolicy finds the policy whose name an environment variable spells in
-// upper snake case, or makes its name in lower case.
-func (c *Config) envPolicy(upper string) string {
+// envPolicy finds the policy whose name an environment variable spells
+// (see envPolicyName), or makes its name in lower case. Two policies that
+// the variable spells alike are an error: which one it meant is unknown.
+func (c *Config) envPolicy(upper string) (string, error) {
+	found := ""
 	for _, n := range sortedKeys(c.policies) {
-		if envName(n) == upper {
-			return n
+		if envPolicyName(n) != upper {
+			continue
+		}
+		if found != "" {
+			return "", fmt.Errorf("names the policies %q and %q alike: rename one, or set it by flag", found, n)
+		}
+		found = n
+	}
+	if found != "" {
+		return found, nil
+	}
+	return strings.ToLower(upper), nil
+}
+
+// envPolicyName is a policy's name as a variable spells it: in upper case,
+// with each character other than a letter or a digit as '_'
+// ("/shop.Orders/Get" is _SHOP_ORDERS_GET, "payments-eu" PAYMENTS_EU).
+func envPolicyName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
 		}
 	}
-	return strings.ToLower(upper)
+	return b.String()
 }

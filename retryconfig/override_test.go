@@ -138,3 +138,29 @@ func ExampleOverrides() {
 	fmt.Println(p.MaxAttempts, p.MaxBackoff) // flag > env > file
 	// Output: 2 1s
 }
+
+// A variable spells a policy's name in upper case with '_' for every other
+// character, as documented, so that a gRPC method's policy is reachable:
+// RETRY__SHOP_ORDERS_GET_MAX_ATTEMPTS sets "/shop.Orders/Get". (A '_'
+// went before each capital, and the variable matched nothing.) Two names
+// that a variable spells alike are an error, not the first in sort order.
+func TestEnvNamesOfGRPCMethods(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "shop.Orders", "method": "Get"}],
+		"retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`))
+	require.NoError(t, err)
+	var o retryconfig.Overrides
+	require.NoError(t, o.FromEnv("RETRY_", []string{"RETRY__SHOP_ORDERS_GET_MAX_ATTEMPTS=2"}))
+	got, err := o.Apply(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Policy("/shop.Orders/Get").MaxAttempts)
+	assert.Equal(t, []string{"/shop.Orders/Get", "default"}, got.Names(), "no unused policy added")
+
+	two, err := retryconfig.Parse([]byte(`{"policies": {"payments-eu": {}, "payments.eu": {}}}`))
+	require.NoError(t, err)
+	var o2 retryconfig.Overrides
+	require.NoError(t, o2.FromEnv("RETRY_", []string{"RETRY_PAYMENTS_EU_MAX_ATTEMPTS=2"}))
+	_, err = o2.Apply(two)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `"payments-eu" and "payments.eu"`)
+}
