@@ -59,7 +59,7 @@ func NewLive(cfg *Config) *Live {
 func (l *Live) Update(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old := l.cur.Load()
+	old := l.snap()
 	parse := Parse
 	if old.cfg.service {
 		parse = ParseServiceConfig
@@ -83,12 +83,16 @@ func (l *Live) Update(data []byte) error {
 // keeps its precedence over the file across reloads. It counts as an
 // update: it returns an error and changes nothing if o makes a policy
 // invalid, and calls the subscribers when it does not. Later changes to o
-// have no effect; call Override again.
+// have no effect; call Override again. Override(nil) removes the
+// overrides.
 func (l *Live) Override(o *Overrides) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if o == nil {
+		o = &Overrides{} // none: the file alone
+	}
 	o = &Overrides{env: slices.Clone(o.env), flags: slices.Clone(o.flags)}
-	old := l.cur.Load()
+	old := l.snap()
 	cfg, err := o.Apply(old.base)
 	if err != nil {
 		return err
@@ -110,21 +114,34 @@ func (l *Live) store(old *snapshot, cfg, base *Config) *snapshot {
 	return snap
 }
 
+// emptySnapshot is what the zero Live holds: no policies, version 0.
+var emptySnapshot = &snapshot{base: &Config{}}
+
+// snap is the current snapshot; the zero Live's is empty, so that it is
+// usable as it is: Policy gives the zero Policy and Update reads our
+// format.
+func (l *Live) snap() *snapshot {
+	if s := l.cur.Load(); s != nil {
+		return s
+	}
+	return emptySnapshot
+}
+
 // Policy returns the current Config's Policy(name). It does not lock or
 // allocate.
 func (l *Live) Policy(name string) retry.Policy {
-	return l.cur.Load().cfg.Policy(name)
+	return l.snap().cfg.Policy(name)
 }
 
 // Config returns the current Config, for what Policy does not tell (status
 // codes, hedging). Take it once per call, as Policy is taken.
 func (l *Live) Config() *Config {
-	return &l.cur.Load().cfg
+	return &l.snap().cfg
 }
 
 // Version counts the accepted configs: 1 for the first, one more for each
 // accepted Update. Report it (on a debug page, as a metric) to see which
 // config a fleet runs.
 func (l *Live) Version() uint64 {
-	return l.cur.Load().version
+	return l.snap().version
 }

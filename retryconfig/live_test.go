@@ -192,3 +192,26 @@ func BenchmarkLiveUpdate1000(b *testing.B) {
 		}
 	}
 }
+
+// The zero Live is usable (no policies, version 0, Update reads our
+// format), Override(nil) removes the overrides rather than panic, and a
+// flag with an empty policy name is an error rather than a policy nobody
+// can name that Marshal would write.
+func TestLiveZeroValueAndEmptyNames(t *testing.T) {
+	t.Parallel()
+	var l retryconfig.Live
+	assert.Equal(t, retry.Policy{}, l.Policy("payments"))
+	assert.Zero(t, l.Version())
+	require.NoError(t, l.Update([]byte(`{"policies": {"payments": {"maxAttempts": 2}}}`)))
+	assert.Equal(t, 2, l.Policy("payments").MaxAttempts)
+	assert.Equal(t, uint64(1), l.Version())
+
+	var o retryconfig.Overrides
+	require.NoError(t, o.Set("payments.maxAttempts=3"))
+	require.NoError(t, l.Override(&o))
+	assert.Equal(t, 3, l.Policy("payments").MaxAttempts)
+	require.NoError(t, l.Override(nil))
+	assert.Equal(t, 2, l.Policy("payments").MaxAttempts, "the file alone again")
+
+	assert.Error(t, o.Set(".maxAttempts=1"), "an empty policy name")
+}

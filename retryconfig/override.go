@@ -61,7 +61,9 @@ func (o *Overrides) String() string {
 func (o *Overrides) Set(s string) error {
 	target, value, ok := strings.Cut(s, "=")
 	dot := strings.LastIndexByte(target, '.')
-	if !ok || dot < 0 {
+	if !ok || dot <= 0 {
+		// An empty name (".maxAttempts=1", an unset $POLICY) would set a
+		// policy nobody can name, and Marshal would write it.
 		return fmt.Errorf("retryconfig: %q: want name.field=value, such as payments.maxAttempts=2", s)
 	}
 	ov, err := newOverride(s, target[:dot], target[dot+1:], value)
