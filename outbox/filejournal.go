@@ -21,7 +21,11 @@ import (
 // and returns once the file is fsync'd. Calls made at the same time share
 // one write and one fsync (group commit): a caller that arrives while a
 // sync runs waits for it, then the next sync carries every record that
-// arrived meanwhile.
+// arrived meanwhile. A write or sync that fails is undone: the file is cut
+// back to its last durable record and synced, the calls of that batch and
+// of the batch waiting for it fail, and so does every later call (Load
+// too) until the journal is reopened, so that no record of a failed call
+// comes back after a restart.
 //
 // On Linux the file's blocks are reserved ahead of its records, 4 MiB at
 // a time (fallocate, then zeros written over them), so that a sync
@@ -67,6 +71,10 @@ type FileJournal struct {
 	flushing bool
 	err      error // sticky: set when a write or sync failed
 	closed   bool
+
+	// writeAt, when set, writes in place of j.f.WriteAt: tests make
+	// writes fail with it.
+	writeAt func(f *os.File, b []byte, off int64) (int, error)
 }
 
 type fileEntry struct {
@@ -260,6 +268,9 @@ func (j *FileJournal) Load(ctx context.Context) ([]Entry, error) {
 	defer j.mu.Unlock()
 	if j.closed {
 		return nil, ErrClosed
+	}
+	if j.err != nil { // j.entries may hold records that failed to write
+		return nil, j.err
 	}
 	all := make([]*fileEntry, 0, len(j.entries))
 	for _, e := range j.entries {
