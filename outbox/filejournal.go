@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 )
 
 // FileJournal is the embedded [Journal]: one append-only file, with no
@@ -40,8 +41,8 @@ import (
 // the tail can be torn by a crash, so a bad record earlier means the disk
 // lost data, and nothing after it can be trusted.
 //
-// When the file has grown to twice what its ops need (and to at least
-// 1 MiB), it is compacted: the latest state of each op is written to a new file,
+// When the file has grown to twice what its compaction would write (and
+// to at least 1 MiB), it is compacted: the latest state of each op is written to a new file,
 // which is fsync'd and renamed over the old one, and the directory is
 // fsync'd. Ops that succeeded more than 24h ago are dropped then; those
 // that succeeded more recently are kept without their payload, so that
@@ -61,7 +62,7 @@ type FileJournal struct {
 	size     int64 // bytes of records in the file
 	alloc    int64 // the file's length: size, then a zero tail reserved ahead
 	prealloc bool  // whether the file system lets us reserve (preallocate)
-	live     int64 // about what a compacted file would take
+	live     int64 // what a compacted file would take: its ops' keptSize
 	compact  int64 // least size at which to compact
 	entries  map[string]*fileEntry
 	seq      uint64
@@ -80,17 +81,37 @@ type FileJournal struct {
 type fileEntry struct {
 	Entry
 	seq  uint64 // Add order
-	live int64  // about what its record takes in a compacted file
+	live int64  // its keptSize
 }
 
-// liveSize estimates the size of e's record in a compacted file: its
-// strings plus a bound on its varints.
-func liveSize(e *Entry) int64 {
-	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError) + 40*min(e.Trace.Attempts(), maxKept)
-	if e.State != Succeeded { // compaction drops a succeeded op's payload
-		n += len(e.Op.Payload)
+// keptSize is the size of e's record in a compacted file, from size, that
+// of the record of type typ just written for it: compaction writes an add,
+// with the fields an update leaves out, and without the payload of a
+// succeeded op; for an op that succeeded more than retention ago it writes
+// nothing. (An op that succeeded recently counts until the next compaction
+// as kept: compaction then comes later, never sooner, than it could.)
+func keptSize(typ byte, e *Entry, size int64) int64 {
+	succeeded := e.State == Succeeded
+	if succeeded && e.Finished.Before(time.Now().Add(-retention)) {
+		return 0
 	}
-	return int64(frameHeader + 1 + n + 64) // 5 times, 2 ints, 6 lengths
+	payload := fieldSize(len(e.Op.Payload))
+	if typ == recAdd {
+		size -= payload
+	} else {
+		var b [binary.MaxVarintLen64 + 2]byte
+		size += fieldSize(len(e.Op.Kind)) + int64(len(appendTime(b[:0], e.Enqueued)))
+	}
+	if succeeded {
+		return size + fieldSize(0)
+	}
+	return size + payload
+}
+
+// fieldSize is the size of a string or byte slice of n bytes in a record.
+func fieldSize(n int) int64 {
+	var b [binary.MaxVarintLen64]byte
+	return int64(len(binary.AppendUvarint(b[:0], uint64(n))) + n)
 }
 
 // minCompact is the least size at which a journal is compacted.
@@ -163,7 +184,7 @@ func (j *FileJournal) recover() error {
 		if err != nil {
 			break
 		}
-		j.apply(typ, e)
+		j.apply(typ, e, frameHeader+int64(n))
 		good += frameHeader + int64(n)
 	}
 	st, err := j.f.Stat()
@@ -208,9 +229,10 @@ func (j *FileJournal) reserve(need int64) error {
 	return nil
 }
 
-// apply replays one record on j.entries. An update of an unknown key is
-// one whose add was compacted away after the op finished: dropped.
-func (j *FileJournal) apply(typ byte, e Entry) {
+// apply replays one record, of size bytes, on j.entries. An update of an
+// unknown key is one whose add was compacted away after the op finished:
+// dropped.
+func (j *FileJournal) apply(typ byte, e Entry, size int64) {
 	old, ok := j.entries[e.Op.Key]
 	switch {
 	case !ok && typ == recAdd:
@@ -223,7 +245,7 @@ func (j *FileJournal) apply(typ byte, e Entry) {
 		e.Op.Kind, e.Op.Payload, e.Enqueued = old.Op.Kind, old.Op.Payload, old.Enqueued
 	}
 	old.Entry = e
-	l := liveSize(&e)
+	l := keptSize(typ, &e, size)
 	j.live += l - old.live
 	old.live = l
 }
@@ -241,8 +263,9 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 		if _, ok := j.entries[e.Op.Key]; ok {
 			return ErrDuplicate
 		}
-		j.apply(recAdd, e)
+		n := len(j.buf)
 		j.buf = appendRecord(j.buf, recAdd, &e)
+		j.apply(recAdd, e, int64(len(j.buf)-n))
 		return nil
 	})
 }
@@ -253,8 +276,9 @@ func (j *FileJournal) Update(ctx context.Context, e Entry) error {
 		if _, ok := j.entries[e.Op.Key]; !ok {
 			return ErrUnknownKey
 		}
-		j.apply(recUpdate, e)
+		n := len(j.buf)
 		j.buf = appendRecord(j.buf, recUpdate, &e)
+		j.apply(recUpdate, e, int64(len(j.buf)-n))
 		return nil
 	})
 }
