@@ -89,7 +89,8 @@ type fileEntry struct {
 // with the fields an update leaves out, and without the payload of a
 // succeeded op; for an op that succeeded more than retention ago it writes
 // nothing. (An op that succeeded recently counts until the next compaction
-// as kept: compaction then comes later, never sooner, than it could.)
+// as kept: compaction then comes later, never sooner, than it could. For
+// a record of the old format, whose times are shorter, the size is about.)
 func keptSize(typ byte, e *Entry, size int64) int64 {
 	succeeded := e.State == Succeeded
 	if succeeded && e.Finished.Before(time.Now().Add(-retention)) {

@@ -17,24 +17,34 @@ import (
 //
 // and each payload is a type byte then fields in a fixed order: strings and
 // byte slices as a uvarint length then the bytes, integers as varints, times
-// as varint Unix nanoseconds (0 for the zero time).
+// as a uvarint then, unless it is 0 (the zero time), a varint: the uvarint
+// is the time's nanoseconds within its second plus one, the varint its Unix
+// seconds, so that every time.Time the journal is given comes back, the
+// year 2300 as well as 1970.
 //
-//	recAdd:    key, kind, payload, enqueued, then the state fields
-//	recUpdate: key, then the state fields
+//	recAdd (type 3):    key, kind, payload, enqueued, then the state fields
+//	recUpdate (type 4): key, then the state fields
 //	state:     notAfter, state, attempts, next, lastWait, finished, reason, lastError,
 //	           then the Trace: its stop reason, its count of attempts, how many
 //	           it keeps, and for each kept one: number, wait, start,
 //	           duration, reason
 //
 // A record that ends after lastError (one written before the Trace was
-// kept) has an empty Trace.
+// kept) has an empty Trace. Types 1 and 2 are the same records as 3 and 4
+// with each time as one varint of Unix nanoseconds (0 for the zero time),
+// which wraps past 2262: a journal written before still opens, and what
+// it writes from then on is of types 3 and 4.
 //
 // A record is a whole Entry's state, so replaying records in order and
 // keeping the last one per key rebuilds every op: a record written twice
 // (as compaction may) does no harm.
 const (
-	recAdd    byte = 1
-	recUpdate byte = 2
+	recAdd    byte = 1 // an add, and the type of an add of the old format
+	recUpdate byte = 2 // an update, and the type of an update of the old format
+
+	// wholeTimes is added to the type of a record whose times are whole
+	// (seconds and nanoseconds): the type of each record written now.
+	wholeTimes byte = 2
 
 	frameHeader = 8
 	// maxRecord bounds one record's payload: MaxPayload plus its fields.
@@ -50,7 +60,7 @@ var errCorrupt = errors.New("outbox: corrupt journal record")
 func appendRecord(b []byte, typ byte, e *Entry) []byte {
 	start := len(b)
 	b = append(b, make([]byte, frameHeader)...)
-	b = append(b, typ)
+	b = append(b, typ+wholeTimes)
 	b = appendString(b, e.Op.Key)
 	if typ == recAdd {
 		b = appendString(b, e.Op.Kind)
@@ -97,15 +107,17 @@ func appendString[T string | []byte](b []byte, s T) []byte {
 
 func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
-		return binary.AppendVarint(b, 0)
+		return binary.AppendUvarint(b, 0)
 	}
-	return binary.AppendVarint(b, t.UnixNano())
+	b = binary.AppendUvarint(b, uint64(t.Nanosecond())+1)
+	return binary.AppendVarint(b, t.Unix())
 }
 
 // decoder reads the fields of one record's payload; the first error sticks.
 type decoder struct {
-	p   []byte
-	err error
+	p     []byte
+	err   error
+	whole bool // times are whole (types 3 and 4), not Unix nanoseconds
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -140,10 +152,21 @@ func (d *decoder) bytes() []byte {
 }
 
 func (d *decoder) time() time.Time {
-	if ns := d.varint(); ns != 0 {
-		return time.Unix(0, ns)
+	if !d.whole {
+		if ns := d.varint(); ns != 0 {
+			return time.Unix(0, ns)
+		}
+		return time.Time{}
 	}
-	return time.Time{}
+	ns := d.uvarint()
+	switch {
+	case d.err != nil || ns == 0:
+		return time.Time{}
+	case ns > 1e9:
+		d.err = errCorrupt
+		return time.Time{}
+	}
+	return time.Unix(d.varint(), int64(ns-1))
 }
 
 // maxKept is the most attempts a retry.Trace keeps.
@@ -172,10 +195,14 @@ func decodeRecord(p []byte) (typ byte, e Entry, err error) {
 		return 0, e, errCorrupt
 	}
 	typ = p[0]
+	d := decoder{p: p[1:]}
+	if typ > wholeTimes {
+		typ -= wholeTimes
+		d.whole = true
+	}
 	if typ != recAdd && typ != recUpdate {
 		return 0, e, errCorrupt
 	}
-	d := decoder{p: p[1:]}
 	e.Op.Key = string(d.bytes())
 	if typ == recAdd {
 		e.Op.Kind = string(d.bytes())
