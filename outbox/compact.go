@@ -32,10 +32,10 @@ func (j *FileJournal) compactLocked() error {
 		all = append(all, e)
 	}
 	slices.SortFunc(all, func(a, b *fileEntry) int { return compareSeq(a.seq, b.seq) })
-	var buf []byte
+	buf := []byte(fileHeader)
 	for _, e := range all {
 		n := len(buf)
-		buf = appendRecord(buf, recAdd, &e.Entry)
+		buf = appendRecord(buf, recAdd, &e.Entry, j.writeNo)
 		e.live = int64(len(buf) - n)
 	}
 

@@ -34,12 +34,26 @@ import (
 // leaves that reserved tail as zeros, which recovery reads as the end (a
 // zero length), as it reads a torn record; Close trims it.
 //
-// OpenFile replays the file. A crash mid-append leaves a torn last record:
-// its length, checksum or fields do not hold, so recovery keeps every
-// record before it (every record whose Add or Update returned) and cuts
-// the file there. Anything after the first bad record is dropped too: only
-// the tail can be torn by a crash, so a bad record earlier means the disk
-// lost data, and nothing after it can be trusted.
+// The file starts with a header (a magic string and the format's
+// version, see record.go), so that OpenFile never takes another file for a
+// journal. OpenFile replays the file. A crash mid-append leaves a torn
+// tail: the last write's records, some of which may not have reached the
+// disk. So recovery keeps every record before the first one whose length,
+// checksum or fields do not hold (every record whose Add or Update
+// returned) and cuts the file there. Damage anywhere else is not a
+// crash's doing: if a valid record of a later write follows the bad one
+// (each record carries the number of the write that carried it), the disk
+// lost data that was synced, and OpenFile leaves the file as it is and
+// fails with an error matching [ErrCorrupt] that says at which byte; so
+// does it for a file that is not a journal. Such a file is for a person to
+// look at (its records after the damage are intact); OpenFile never
+// drops acknowledged ops to open it.
+//
+// A file of the format before the header (v0.1) still opens, with the
+// same rule but stricter, since its records carry no write numbers: any
+// valid record after a bad one makes it [ErrCorrupt]. OpenFile then
+// rewrites it in the current format, as a compaction does; the upgrade
+// is one-way.
 //
 // When the file has grown to twice what its compaction would write (and
 // to at least 1 MiB), it is compacted: the latest state of each op is written to a new file,
@@ -72,6 +86,8 @@ type FileJournal struct {
 	flushing bool
 	err      error // sticky: set when a write or sync failed
 	closed   bool
+	writeNo  uint64 // number of the last write begun (see record.go)
+	old      bool   // the file has no header: OpenFile upgrades it
 
 	// writeAt, when set, writes in place of j.f.WriteAt: tests make
 	// writes fail with it.
@@ -144,6 +160,17 @@ func OpenFile(path string) (*FileJournal, error) {
 		return nil, err
 	}
 	_ = os.Remove(path + ".compact") // a compaction cut short by a crash
+	if j.old {                       // the format before the header: rewrite it in this one
+		j.mu.Lock()
+		err := j.compactLocked()
+		j.mu.Unlock()
+		if err != nil {
+			j.f.Close()
+			j.unlock()
+			return nil, fmt.Errorf("outbox: upgrade the journal's format: %w", err)
+		}
+		j.old = false
+	}
 	// The file may be new: make its name as durable as its records.
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		f.Close()
@@ -154,10 +181,42 @@ func OpenFile(path string) (*FileJournal, error) {
 	return j, nil
 }
 
-// recover replays the file into j.entries and cuts a torn tail.
+// recover checks the header, replays the records into j.entries and cuts
+// a torn tail. It leaves a file that is not a journal, or one damaged
+// before its tail, as it is, and fails with [ErrCorrupt].
 func (j *FileJournal) recover() error {
-	r := bufio.NewReaderSize(j.f, 1<<16)
-	var good int64
+	st, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	size := st.Size()
+	var head [headerSize]byte
+	n, err := j.f.ReadAt(head[:], 0)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	var from int64 // where the records start
+	switch {
+	case int64(n) == headerSize && string(head[:n-1]) == fileHeader[:n-1]:
+		if v := head[n-1]; v != fileHeader[n-1] {
+			return fmt.Errorf("outbox: journal %s has format version %d, which this package cannot read", j.path, v)
+		}
+		from = headerSize
+	case size < headerSize && string(head[:n]) == fileHeader[:n]:
+		// New, or its creation was cut short by a crash.
+		if _, err := j.f.WriteAt([]byte(fileHeader), 0); err != nil {
+			return fmt.Errorf("outbox: write journal header: %w", err)
+		}
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("outbox: write journal header: %w", err)
+		}
+		size, from = headerSize, headerSize
+	default:
+		j.old = true // or not a journal: told below
+	}
+
+	r := bufio.NewReaderSize(io.NewSectionReader(j.f, from, size-from), 1<<16)
+	good, records := from, 0
 	var hdr [frameHeader]byte
 	var p []byte
 	for {
@@ -181,22 +240,25 @@ func (j *FileJournal) recover() error {
 		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		typ, e, err := decodeRecord(p)
-		if err != nil {
+		typ, write, e, err := decodeRecord(p, j.old)
+		if err != nil || write < j.writeNo {
 			break
 		}
 		j.apply(typ, e, frameHeader+int64(n))
 		good += frameHeader + int64(n)
+		records++
+		j.writeNo = write
 	}
-	st, err := j.f.Stat()
-	if err != nil {
-		return fmt.Errorf("outbox: read journal: %w", err)
+	if good < size {
+		if err := j.checkTail(good, size, records); err != nil {
+			return err
+		}
 	}
 	// Whatever follows the last good record goes: a torn record, the zero
-	// tail a crash left reserved, and any record written after the tear but
-	// never made durable, which must not come back once later appends
+	// tail a crash left reserved, and any record of the torn write that
+	// did reach the disk, which must not come back once later appends
 	// reach it. The space reserved afresh reads as zeros.
-	if st.Size() != good {
+	if size != good {
 		if err := j.f.Truncate(good); err != nil {
 			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
 		}
@@ -207,6 +269,40 @@ func (j *FileJournal) recover() error {
 	j.size, j.alloc = good, good
 	if err := j.reserve(good); err != nil {
 		return fmt.Errorf("outbox: reserve journal space: %w", err)
+	}
+	return nil
+}
+
+// checkTail tells whether the bytes from the first bad record, at offset
+// bad, to size are a tail that a crash tore, and fails with [ErrCorrupt]
+// if not: if a valid record of a later write than the last good one's
+// follows (in a file of the old format, any valid record: it has no
+// write numbers), or if a file without the header does not start with a
+// record (nor holds only zeros, the space an old journal reserved).
+func (j *FileJournal) checkTail(bad, size int64, records int) error {
+	rest := make([]byte, size-bad)
+	if _, err := j.f.ReadAt(rest, bad); err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	if j.old && records == 0 && slices.ContainsFunc(rest, func(c byte) bool { return c != 0 }) {
+		return fmt.Errorf("%w: %s is not a journal: it has no journal header, and no record at its start; it was left as it is", ErrCorrupt, j.path)
+	}
+	for at := 1; at+frameHeader <= len(rest); at++ {
+		n := int(binary.LittleEndian.Uint32(rest[at:]))
+		if n == 0 || n > maxRecord || at+frameHeader+n > len(rest) {
+			continue
+		}
+		p := rest[at+frameHeader : at+frameHeader+n]
+		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(rest[at+4:]) {
+			continue
+		}
+		// A tear in a write's first record leaves the last good record
+		// in the write before it: the torn write is then j.writeNo+1.
+		if _, write, _, err := decodeRecord(p, j.old); err == nil && (j.old || write > j.writeNo+1) {
+			return fmt.Errorf("%w: %s: record %d, at byte %d, does not hold, yet a record written after it, at byte %d, does: "+
+				"a crash tears only the last write, so the disk lost data that was synced; the file was left as it is",
+				ErrCorrupt, j.path, records+1, bad, bad+int64(at))
+		}
 	}
 	return nil
 }
@@ -265,7 +361,7 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 			return ErrDuplicate
 		}
 		n := len(j.buf)
-		j.buf = appendRecord(j.buf, recAdd, &e)
+		j.buf = appendRecord(j.buf, recAdd, &e, j.nextWrite())
 		j.apply(recAdd, e, int64(len(j.buf)-n))
 		return nil
 	})
@@ -278,7 +374,7 @@ func (j *FileJournal) Update(ctx context.Context, e Entry) error {
 			return ErrUnknownKey
 		}
 		n := len(j.buf)
-		j.buf = appendRecord(j.buf, recUpdate, &e)
+		j.buf = appendRecord(j.buf, recUpdate, &e, j.nextWrite())
 		j.apply(recUpdate, e, int64(len(j.buf)-n))
 		return nil
 	})

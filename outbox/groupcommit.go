@@ -40,6 +40,7 @@ func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	lead := false
 	if j.cur == nil {
 		j.cur = &batch{done: make(chan struct{}), lead: make(chan struct{})}
+		j.writeNo++       // the number nextWrite gave add
 		lead = j.flushing // this caller flushes the batch once the flush under way ends
 	}
 	b := j.cur
@@ -64,6 +65,15 @@ func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	j.mu.Unlock()
 	<-b.done
 	return b.err
+}
+
+// nextWrite is the number of the write that will carry a record appended
+// now: the current batch's.
+func (j *FileJournal) nextWrite() uint64 {
+	if j.cur != nil {
+		return j.writeNo
+	}
+	return j.writeNo + 1
 }
 
 // flush writes and syncs the current batch, with j.mu held on entry and on
