@@ -32,9 +32,11 @@ func (j *FileJournal) compactLocked() error {
 		all = append(all, e)
 	}
 	slices.SortFunc(all, func(a, b *fileEntry) int { return compareSeq(a.seq, b.seq) })
-	var buf []byte
+	buf := []byte(fileHeader)
 	for _, e := range all {
-		buf = appendRecord(buf, recAdd, &e.Entry)
+		n := len(buf)
+		buf = appendRecord(buf, recAdd, &e.Entry, j.writeNo)
+		e.live = int64(len(buf) - n)
 	}
 
 	tmp := j.path + ".compact"
@@ -80,7 +82,7 @@ func (j *FileJournal) compactLocked() error {
 	}
 	old := j.f
 	j.f = f
-	j.size, j.alloc = int64(len(buf)), alloc
+	j.size, j.alloc, j.live = int64(len(buf)), alloc, int64(len(buf))
 	j.swapLock(unlock)
 	old.Close()
 	return nil

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ const (
 	envOps         = "OUTBOX_CRASH_OPS"
 	envKills       = "OUTBOX_CRASH_KILLS"
 	envConcurrency = "OUTBOX_CRASH_CONCURRENCY"
+	envSent        = "OUTBOX_CRASH_SENT" // a file of "op key" lines: the ops the server saw
 )
 
 func envInt(t *testing.T, name string, def int) int {
@@ -119,6 +121,22 @@ func (s *server) effect(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 }
 
+// sentKeys lists, one "op key" a line, each op sent under one key.
+func (s *server) sentKeys() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b []byte
+	for id, ks := range s.keys {
+		if len(ks) != 1 {
+			continue
+		}
+		for k := range ks {
+			b = fmt.Appendf(b, "%s %s\n", id, k)
+		}
+	}
+	return b
+}
+
 func (s *server) sent() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,8 +174,13 @@ func TestCrashHarness(t *testing.T) {
 		require.LessOrEqual(t, runs, kills+1, "a child ended before it was killed or finished")
 		var stderr bytes.Buffer
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHarness$")
+		// A compaction keeps a succeeded op without its payload, the op's
+		// name here: the child learns those ops' keys from the server,
+		// which saw each of them sent, as a service would from its own
+		// records of the key it gave each intent.
+		require.NoError(t, os.WriteFile(path+".sent", s.sentKeys(), 0o600))
 		cmd.Env = append(os.Environ(), envChild+"="+path, envURL+"="+srv.URL, envOps+"="+strconv.Itoa(n),
-			envConcurrency+"="+strconv.Itoa(concurrency))
+			envConcurrency+"="+strconv.Itoa(concurrency), envSent+"="+path+".sent")
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
 		exited := make(chan error, 1)
@@ -230,7 +253,7 @@ func crashChild() bool {
 	if path == "" {
 		return false
 	}
-	if err := child(path, os.Getenv(envURL), os.Getenv(envOps), os.Getenv(envConcurrency)); err != nil {
+	if err := child(path, os.Getenv(envURL), os.Getenv(envOps), os.Getenv(envConcurrency), os.Getenv(envSent)); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(1)
 	}
@@ -238,7 +261,7 @@ func crashChild() bool {
 	return true
 }
 
-func child(path, url, ops, conc string) error {
+func child(path, url, ops, conc, sent string) error {
 	n, err := strconv.Atoi(ops)
 	if err != nil {
 		return err
@@ -258,7 +281,20 @@ func child(path, url, ops, conc string) error {
 	}
 	keys := make(map[string]string, n) // op → key, for the ops enqueued before
 	for _, e := range entries {
-		keys[string(e.Op.Payload)] = e.Op.Key
+		if len(e.Op.Payload) > 0 {
+			keys[string(e.Op.Payload)] = e.Op.Key
+		}
+	}
+	if sent != "" { // succeeded ops that a compaction kept by their key only
+		b, err := os.ReadFile(sent)
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(string(b)) {
+			if id, k, ok := strings.Cut(strings.TrimSpace(line), " "); ok && keys[id] == "" {
+				keys[id] = k
+			}
+		}
 	}
 	o, err := outbox.New(j, outbox.Options{
 		Policy:      retry.Policy{MaxAttempts: -1, BaseBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond},

@@ -1,5 +1,7 @@
 package outbox
 
+import "os"
+
 // SetCompactAt sets the least size at which j compacts, so that tests need
 // not write a megabyte first.
 func SetCompactAt(j *FileJournal, n int64) {
@@ -27,3 +29,10 @@ var LockByFile = lockByFile
 
 // Preallocate is how the journal reserves (and zeroes) its file's blocks.
 var Preallocate = preallocate
+
+// SetWriteAt makes j write its batches with fn in place of f.WriteAt.
+func SetWriteAt(j *FileJournal, fn func(f *os.File, b []byte, off int64) (int, error)) {
+	j.mu.Lock()
+	j.writeAt = fn
+	j.mu.Unlock()
+}

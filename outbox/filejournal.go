@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 )
 
 // FileJournal is the embedded [Journal]: one append-only file, with no
@@ -21,7 +22,11 @@ import (
 // and returns once the file is fsync'd. Calls made at the same time share
 // one write and one fsync (group commit): a caller that arrives while a
 // sync runs waits for it, then the next sync carries every record that
-// arrived meanwhile.
+// arrived meanwhile. A write or sync that fails is undone: the file is cut
+// back to its last durable record and synced, the calls of that batch and
+// of the batch waiting for it fail, and so does every later call (Load
+// too) until the journal is reopened, so that no record of a failed call
+// comes back after a restart.
 //
 // On Linux the file's blocks are reserved ahead of its records, 4 MiB at
 // a time (fallocate, then zeros written over them), so that a sync
@@ -29,15 +34,29 @@ import (
 // leaves that reserved tail as zeros, which recovery reads as the end (a
 // zero length), as it reads a torn record; Close trims it.
 //
-// OpenFile replays the file. A crash mid-append leaves a torn last record:
-// its length, checksum or fields do not hold, so recovery keeps every
-// record before it (every record whose Add or Update returned) and cuts
-// the file there. Anything after the first bad record is dropped too: only
-// the tail can be torn by a crash, so a bad record earlier means the disk
-// lost data, and nothing after it can be trusted.
+// The file starts with a header (a magic string and the format's
+// version, see record.go), so that OpenFile never takes another file for a
+// journal. OpenFile replays the file. A crash mid-append leaves a torn
+// tail: the last write's records, some of which may not have reached the
+// disk. So recovery keeps every record before the first one whose length,
+// checksum or fields do not hold (every record whose Add or Update
+// returned) and cuts the file there. Damage anywhere else is not a
+// crash's doing: if a valid record of a later write follows the bad one
+// (each record carries the number of the write that carried it), the disk
+// lost data that was synced, and OpenFile leaves the file as it is and
+// fails with an error matching [ErrCorrupt] that says at which byte; so
+// does it for a file that is not a journal. Such a file is for a person to
+// look at (its records after the damage are intact); OpenFile never
+// drops acknowledged ops to open it.
 //
-// When the file has grown to twice what its ops need (and to at least
-// 1 MiB), it is compacted: the latest state of each op is written to a new file,
+// A file of the format before the header (v0.1) still opens, with the
+// same rule but stricter, since its records carry no write numbers: any
+// valid record after a bad one makes it [ErrCorrupt]. OpenFile then
+// rewrites it in the current format, as a compaction does; the upgrade
+// is one-way.
+//
+// When the file has grown to twice what its compaction would write (and
+// to at least 1 MiB), it is compacted: the latest state of each op is written to a new file,
 // which is fsync'd and renamed over the old one, and the directory is
 // fsync'd. Ops that succeeded more than 24h ago are dropped then; those
 // that succeeded more recently are kept without their payload, so that
@@ -57,7 +76,7 @@ type FileJournal struct {
 	size     int64 // bytes of records in the file
 	alloc    int64 // the file's length: size, then a zero tail reserved ahead
 	prealloc bool  // whether the file system lets us reserve (preallocate)
-	live     int64 // about what a compacted file would take
+	live     int64 // what a compacted file would take: its ops' keptSize
 	compact  int64 // least size at which to compact
 	entries  map[string]*fileEntry
 	seq      uint64
@@ -67,22 +86,49 @@ type FileJournal struct {
 	flushing bool
 	err      error // sticky: set when a write or sync failed
 	closed   bool
+	writeNo  uint64 // number of the last write begun (see record.go)
+	old      bool   // the file has no header: OpenFile upgrades it
+
+	// writeAt, when set, writes in place of j.f.WriteAt: tests make
+	// writes fail with it.
+	writeAt func(f *os.File, b []byte, off int64) (int, error)
 }
 
 type fileEntry struct {
 	Entry
 	seq  uint64 // Add order
-	live int64  // about what its record takes in a compacted file
+	live int64  // its keptSize
 }
 
-// liveSize estimates the size of e's record in a compacted file: its
-// strings plus a bound on its varints.
-func liveSize(e *Entry) int64 {
-	n := len(e.Op.Key) + len(e.Op.Kind) + len(e.Reason) + len(e.LastError) + 40*min(e.Trace.Attempts(), maxKept)
-	if e.State != Succeeded { // compaction drops a succeeded op's payload
-		n += len(e.Op.Payload)
+// keptSize is the size of e's record in a compacted file, from size, that
+// of the record of type typ just written for it: compaction writes an add,
+// with the fields an update leaves out, and without the payload of a
+// succeeded op; for an op that succeeded more than retention ago it writes
+// nothing. (An op that succeeded recently counts until the next compaction
+// as kept: compaction then comes later, never sooner, than it could. For
+// a record of the old format, whose times are shorter, the size is about.)
+func keptSize(typ byte, e *Entry, size int64) int64 {
+	succeeded := e.State == Succeeded
+	if succeeded && e.Finished.Before(time.Now().Add(-retention)) {
+		return 0
 	}
-	return int64(frameHeader + 1 + n + 64) // 5 times, 2 ints, 6 lengths
+	payload := fieldSize(len(e.Op.Payload))
+	if typ == recAdd {
+		size -= payload
+	} else {
+		var b [binary.MaxVarintLen64 + 2]byte
+		size += fieldSize(len(e.Op.Kind)) + int64(len(appendTime(b[:0], e.Enqueued)))
+	}
+	if succeeded {
+		return size + fieldSize(0)
+	}
+	return size + payload
+}
+
+// fieldSize is the size of a string or byte slice of n bytes in a record.
+func fieldSize(n int) int64 {
+	var b [binary.MaxVarintLen64]byte
+	return int64(len(binary.AppendUvarint(b[:0], uint64(n))) + n)
 }
 
 // minCompact is the least size at which a journal is compacted.
@@ -114,6 +160,17 @@ func OpenFile(path string) (*FileJournal, error) {
 		return nil, err
 	}
 	_ = os.Remove(path + ".compact") // a compaction cut short by a crash
+	if j.old {                       // the format before the header: rewrite it in this one
+		j.mu.Lock()
+		err := j.compactLocked()
+		j.mu.Unlock()
+		if err != nil {
+			j.f.Close()
+			j.unlock()
+			return nil, fmt.Errorf("outbox: upgrade the journal's format: %w", err)
+		}
+		j.old = false
+	}
 	// The file may be new: make its name as durable as its records.
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		f.Close()
@@ -124,10 +181,42 @@ func OpenFile(path string) (*FileJournal, error) {
 	return j, nil
 }
 
-// recover replays the file into j.entries and cuts a torn tail.
+// recover checks the header, replays the records into j.entries and cuts
+// a torn tail. It leaves a file that is not a journal, or one damaged
+// before its tail, as it is, and fails with [ErrCorrupt].
 func (j *FileJournal) recover() error {
-	r := bufio.NewReaderSize(j.f, 1<<16)
-	var good int64
+	st, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	size := st.Size()
+	var head [headerSize]byte
+	n, err := j.f.ReadAt(head[:], 0)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	var from int64 // where the records start
+	switch {
+	case int64(n) == headerSize && string(head[:n-1]) == fileHeader[:n-1]:
+		if v := head[n-1]; v != fileHeader[n-1] {
+			return fmt.Errorf("outbox: journal %s has format version %d, which this package cannot read", j.path, v)
+		}
+		from = headerSize
+	case size < headerSize && string(head[:n]) == fileHeader[:n]:
+		// New, or its creation was cut short by a crash.
+		if _, err := j.f.WriteAt([]byte(fileHeader), 0); err != nil {
+			return fmt.Errorf("outbox: write journal header: %w", err)
+		}
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("outbox: write journal header: %w", err)
+		}
+		size, from = headerSize, headerSize
+	default:
+		j.old = true // or not a journal: told below
+	}
+
+	r := bufio.NewReaderSize(io.NewSectionReader(j.f, from, size-from), 1<<16)
+	good, records := from, 0
 	var hdr [frameHeader]byte
 	var p []byte
 	for {
@@ -151,22 +240,25 @@ func (j *FileJournal) recover() error {
 		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
 			break
 		}
-		typ, e, err := decodeRecord(p)
-		if err != nil {
+		typ, write, e, err := decodeRecord(p, j.old)
+		if err != nil || write < j.writeNo {
 			break
 		}
-		j.apply(typ, e)
+		j.apply(typ, e, frameHeader+int64(n))
 		good += frameHeader + int64(n)
+		records++
+		j.writeNo = write
 	}
-	st, err := j.f.Stat()
-	if err != nil {
-		return fmt.Errorf("outbox: read journal: %w", err)
+	if good < size {
+		if err := j.checkTail(good, size, records); err != nil {
+			return err
+		}
 	}
 	// Whatever follows the last good record goes: a torn record, the zero
-	// tail a crash left reserved, and any record written after the tear but
-	// never made durable, which must not come back once later appends
+	// tail a crash left reserved, and any record of the torn write that
+	// did reach the disk, which must not come back once later appends
 	// reach it. The space reserved afresh reads as zeros.
-	if st.Size() != good {
+	if size != good {
 		if err := j.f.Truncate(good); err != nil {
 			return fmt.Errorf("outbox: cut the journal's torn tail: %w", err)
 		}
@@ -177,6 +269,40 @@ func (j *FileJournal) recover() error {
 	j.size, j.alloc = good, good
 	if err := j.reserve(good); err != nil {
 		return fmt.Errorf("outbox: reserve journal space: %w", err)
+	}
+	return nil
+}
+
+// checkTail tells whether the bytes from the first bad record, at offset
+// bad, to size are a tail that a crash tore, and fails with [ErrCorrupt]
+// if not: if a valid record of a later write than the last good one's
+// follows (in a file of the old format, any valid record: it has no
+// write numbers), or if a file without the header does not start with a
+// record (nor holds only zeros, the space an old journal reserved).
+func (j *FileJournal) checkTail(bad, size int64, records int) error {
+	rest := make([]byte, size-bad)
+	if _, err := j.f.ReadAt(rest, bad); err != nil {
+		return fmt.Errorf("outbox: read journal: %w", err)
+	}
+	if j.old && records == 0 && slices.ContainsFunc(rest, func(c byte) bool { return c != 0 }) {
+		return fmt.Errorf("%w: %s is not a journal: it has no journal header, and no record at its start; it was left as it is", ErrCorrupt, j.path)
+	}
+	for at := 1; at+frameHeader <= len(rest); at++ {
+		n := int(binary.LittleEndian.Uint32(rest[at:]))
+		if n == 0 || n > maxRecord || at+frameHeader+n > len(rest) {
+			continue
+		}
+		p := rest[at+frameHeader : at+frameHeader+n]
+		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(rest[at+4:]) {
+			continue
+		}
+		// A tear in a write's first record leaves the last good record
+		// in the write before it: the torn write is then j.writeNo+1.
+		if _, write, _, err := decodeRecord(p, j.old); err == nil && (j.old || write > j.writeNo+1) {
+			return fmt.Errorf("%w: %s: record %d, at byte %d, does not hold, yet a record written after it, at byte %d, does: "+
+				"a crash tears only the last write, so the disk lost data that was synced; the file was left as it is",
+				ErrCorrupt, j.path, records+1, bad, bad+int64(at))
+		}
 	}
 	return nil
 }
@@ -200,9 +326,10 @@ func (j *FileJournal) reserve(need int64) error {
 	return nil
 }
 
-// apply replays one record on j.entries. An update of an unknown key is
-// one whose add was compacted away after the op finished: dropped.
-func (j *FileJournal) apply(typ byte, e Entry) {
+// apply replays one record, of size bytes, on j.entries. An update of an
+// unknown key is one whose add was compacted away after the op finished:
+// dropped.
+func (j *FileJournal) apply(typ byte, e Entry, size int64) {
 	old, ok := j.entries[e.Op.Key]
 	switch {
 	case !ok && typ == recAdd:
@@ -215,7 +342,7 @@ func (j *FileJournal) apply(typ byte, e Entry) {
 		e.Op.Kind, e.Op.Payload, e.Enqueued = old.Op.Kind, old.Op.Payload, old.Enqueued
 	}
 	old.Entry = e
-	l := liveSize(&e)
+	l := keptSize(typ, &e, size)
 	j.live += l - old.live
 	old.live = l
 }
@@ -233,8 +360,9 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 		if _, ok := j.entries[e.Op.Key]; ok {
 			return ErrDuplicate
 		}
-		j.apply(recAdd, e)
-		j.buf = appendRecord(j.buf, recAdd, &e)
+		n := len(j.buf)
+		j.buf = appendRecord(j.buf, recAdd, &e, j.nextWrite())
+		j.apply(recAdd, e, int64(len(j.buf)-n))
 		return nil
 	})
 }
@@ -245,8 +373,9 @@ func (j *FileJournal) Update(ctx context.Context, e Entry) error {
 		if _, ok := j.entries[e.Op.Key]; !ok {
 			return ErrUnknownKey
 		}
-		j.apply(recUpdate, e)
-		j.buf = appendRecord(j.buf, recUpdate, &e)
+		n := len(j.buf)
+		j.buf = appendRecord(j.buf, recUpdate, &e, j.nextWrite())
+		j.apply(recUpdate, e, int64(len(j.buf)-n))
 		return nil
 	})
 }
@@ -260,6 +389,9 @@ func (j *FileJournal) Load(ctx context.Context) ([]Entry, error) {
 	defer j.mu.Unlock()
 	if j.closed {
 		return nil, ErrClosed
+	}
+	if j.err != nil { // j.entries may hold records that failed to write
+		return nil, j.err
 	}
 	all := make([]*fileEntry, 0, len(j.entries))
 	for _, e := range j.entries {

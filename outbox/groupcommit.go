@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -39,6 +40,7 @@ func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	lead := false
 	if j.cur == nil {
 		j.cur = &batch{done: make(chan struct{}), lead: make(chan struct{})}
+		j.writeNo++       // the number nextWrite gave add
 		lead = j.flushing // this caller flushes the batch once the flush under way ends
 	}
 	b := j.cur
@@ -65,14 +67,29 @@ func (j *FileJournal) commit(ctx context.Context, add func() error) error {
 	return b.err
 }
 
+// nextWrite is the number of the write that will carry a record appended
+// now: the current batch's.
+func (j *FileJournal) nextWrite() uint64 {
+	if j.cur != nil {
+		return j.writeNo
+	}
+	return j.writeNo + 1
+}
+
 // flush writes and syncs the current batch, with j.mu held on entry and on
 // return but not during the write, then hands the lead to the next batch.
+// After a failed write (or compaction) it writes nothing more: the batch
+// waiting for it fails with the same error, unwritten, and commit fails
+// every later call, so no flush starts with j.err set.
 func (j *FileJournal) flush() {
 	j.flushing = true
 	buf, b, at := j.buf, j.cur, j.size
 	j.buf, j.cur = j.spare[:0], nil
 	j.mu.Unlock()
 	err := j.write(buf, at)
+	if err != nil {
+		err = j.unwrite(at, err)
+	}
 	j.mu.Lock()
 	j.spare = buf
 	if err != nil && j.err == nil {
@@ -89,10 +106,23 @@ func (j *FileJournal) flush() {
 		}
 	}
 	j.flushing = false
+	if j.err != nil {
+		j.failPending()
+	}
 	if j.cur != nil {
 		close(j.cur.lead)
 	}
 	j.flushed.Broadcast()
+}
+
+// failPending fails the batch appended after the journal failed, unwritten.
+func (j *FileJournal) failPending() {
+	if b := j.cur; b != nil {
+		b.err = j.err
+		close(b.lead)
+		close(b.done)
+		j.buf, j.cur = j.buf[:0], nil
+	}
 }
 
 // write writes buf at offset at, after the last record, and syncs it.
@@ -101,8 +131,29 @@ func (j *FileJournal) write(buf []byte, at int64) error {
 	if err := j.reserve(at + int64(len(buf))); err != nil {
 		return err
 	}
-	if _, err := j.f.WriteAt(buf, at); err != nil {
+	writeAt := j.f.WriteAt
+	if j.writeAt != nil {
+		writeAt = func(b []byte, off int64) (int, error) { return j.writeAt(j.f, b, off) }
+	}
+	if _, err := writeAt(buf, at); err != nil {
 		return err
 	}
 	return syncData(j.f)
+}
+
+// unwrite undoes a failed write at offset at: a write cut short (a full
+// disk, a quota, RLIMIT_FSIZE) or a failed sync may have left whole
+// records of the batch in the file, which a reopen would replay as ops
+// whose Add or Update failed. So the file is cut back to at, the size of
+// its last durable record, and synced. Only the leader calls it; it
+// returns err, joined with its own failure if the cut failed too.
+func (j *FileJournal) unwrite(at int64, err error) error {
+	if terr := j.f.Truncate(at); terr != nil {
+		return errors.Join(err, fmt.Errorf("and cutting the failed write off failed: %w", terr))
+	}
+	j.alloc = at // the reserved tail went with the cut
+	if serr := j.f.Sync(); serr != nil {
+		return errors.Join(err, fmt.Errorf("and syncing the cut failed: %w", serr))
+	}
+	return err
 }
