@@ -29,13 +29,19 @@
 // # The file journal
 //
 // [OpenFile] opens the embedded [Journal], one append-only file owned by one
-// process at a time. Each record is framed as a little-endian uint32 length,
-// a little-endian uint32 CRC-32C (Castagnoli) of the payload, and the
-// payload: a type byte (1: an op added, 2: its state updated) and the
-// fields of an [Entry]. Every record holds the op's whole state, so
-// recovery replays the file and keeps the last record of each op. It stops
-// at the first record whose length, checksum or fields do not hold (the
-// tail a crash tore mid-append) and cuts the file there: every record
-// whose write had returned is before it. See [FileJournal] for group
+// process at a time. The file starts with an 8-byte header, "\x89OBXJNL"
+// and the format's version. Each record is framed as a little-endian
+// uint32 length, a little-endian uint32 CRC-32C (Castagnoli) of the
+// payload, and the payload: a type byte (an op added, its state updated),
+// the number of the write that carried it, and the fields of an [Entry],
+// times whole (seconds and nanoseconds, so that a NotAfter past 2262 does
+// not wrap). Every record holds the op's whole state, so recovery replays
+// the file and keeps the last record of each op. A crash tears only the
+// tail, the last write, which recovery cuts, so that every record whose
+// write had returned is kept; a bad record followed by a later write's,
+// or a file that is not a journal at all, is damage a crash cannot do,
+// and OpenFile refuses it with [ErrCorrupt], leaving the file untouched,
+// rather than drop the records after it. A file of v0.1 (no header) still
+// opens, and is rewritten in this format. See [FileJournal] for group
 // commit, compaction and locking.
 package outbox

@@ -35,6 +35,11 @@ var (
 	// ErrClosed is returned by a FileJournal after Close.
 	ErrClosed = errors.New("outbox: journal is closed")
 
+	// ErrCorrupt is matched by the error of OpenFile on a file that is not a
+	// journal, or a journal damaged before its tail, which a crash cannot do:
+	// OpenFile then leaves the file as it is, and its error says where.
+	ErrCorrupt = errors.New("outbox: journal is corrupt")
+
 	// ErrRunning is returned by Run while another Run of the same Outbox
 	// runs.
 	ErrRunning = errors.New("outbox: Run is already running")

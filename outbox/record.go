@@ -70,11 +70,6 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var errCorrupt = errors.New("outbox: corrupt journal record")
 
-// ErrCorrupt is matched by the error of OpenFile on a file that is not a
-// journal, or a journal damaged before its tail, which a crash cannot do:
-// OpenFile then leaves the file as it is, and its error says where.
-var ErrCorrupt = errors.New("outbox: journal is corrupt")
-
 // appendRecord appends the framed record of e, carried by write number
 // write, to b.
 func appendRecord(b []byte, typ byte, e *Entry, write uint64) []byte {
