@@ -201,6 +201,12 @@ func (o *Overrides) Apply(cfg *Config) (*Config, error) {
 		e, ok := c.policies[name]
 		if !ok {
 			e = &entry{}
+			if _, throttled := c.budgets[ThrottlingBudget]; throttled && c.service {
+				// A service config's retryThrottling covers every method,
+				// one an override adds too: during the incident the
+				// override is for, its retries must not escape it.
+				e.budget = ThrottlingBudget
+			}
 			c.policies[name] = e
 		}
 		if err := e.set(ov.field, ov.val); err != nil {

@@ -164,3 +164,22 @@ func TestEnvNamesOfGRPCMethods(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `"payments-eu" and "payments.eu"`)
 }
+
+// An override that adds a policy to a service config keeps it under the
+// config's retryThrottling, as every method of the config is: its retries
+// do not escape throttling during the incident the override was for.
+func TestOverrideAddedToAServiceConfigIsThrottled(t *testing.T) {
+	t.Parallel()
+	cfg, err := retryconfig.ParseServiceConfig([]byte(`{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+		"methodConfig": [{"name": [{"service": "shop.Orders"}],
+		"retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`))
+	require.NoError(t, err)
+	var o retryconfig.Overrides
+	require.NoError(t, o.Set("/shop.Catalog/.maxAttempts=3"))
+	got, err := o.Apply(cfg)
+	require.NoError(t, err)
+	added := got.Policy("/shop.Catalog/")
+	assert.Equal(t, 3, added.MaxAttempts)
+	require.NotNil(t, added.Budget, "the added method is throttled")
+	assert.Same(t, got.Policy("/shop.Orders/").Budget, added.Budget, "by the config's one budget")
+}
