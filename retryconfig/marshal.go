@@ -1,10 +1,10 @@
 package retryconfig
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Marshal writes cfg as a document of our format, which Parse reads back
@@ -159,11 +159,53 @@ func listSep(b []byte, i int) []byte {
 	return b
 }
 
-// appendString writes s as a JSON string; encoding/json's escaping of a
-// plain string has not changed between releases.
+// appendString writes s as a JSON string, escaped as encoding/json
+// escaped it under Go 1.26 (HTML characters and U+2028/U+2029 as \u
+// escapes), written here so that the bytes do not depend on the release:
+// Go 1.27 writes the bytes of invalid UTF-8 as U+FFFD itself where 1.26
+// wrote \ufffd.
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '<', '>', '&':
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				if c < 0x20 {
+					b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+				} else {
+					b = append(b, c)
+				}
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 func appendFloat(b []byte, f float64) []byte {
