@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"expvar"
@@ -54,10 +53,8 @@ func main() {
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	go r.run(ctx, hup, time.NewTicker(*poll).C)
+	go r.run(ctx, retryconfig.WatchOptions{Interval: *poll, Reload: hup})
 
-	// The service's clients would take their policies from r.live:
-	// &retryhttp.Transport{Policies: r.live}, retrygrpc.WithPolicies(r.live).
 	srv := &http.Server{Addr: *addr, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -74,7 +71,6 @@ type reloader struct {
 	path string
 	live *retryconfig.Live
 	log  *log.Logger
-	last []byte // the file's bytes at the last look: unchanged bytes are not parsed again
 }
 
 func newReloader(path string, o *retryconfig.Overrides, logger *log.Logger) (*reloader, error) {
@@ -86,7 +82,7 @@ func newReloader(path string, o *retryconfig.Overrides, logger *log.Logger) (*re
 	if err != nil {
 		return nil, err
 	}
-	r := &reloader{path: path, live: retryconfig.NewLive(cfg), log: logger, last: data}
+	r := &reloader{path: path, live: retryconfig.NewLive(cfg), log: logger}
 	if err := r.live.Override(o); err != nil {
 		return nil, err
 	}
@@ -94,42 +90,18 @@ func newReloader(path string, o *retryconfig.Overrides, logger *log.Logger) (*re
 	return r, nil
 }
 
-// run reloads on each signal and on each tick whose look finds the file
-// changed, until ctx ends.
-func (r *reloader) run(ctx context.Context, hup <-chan os.Signal, tick <-chan time.Time) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			r.reload(true)
-		case <-tick:
-			r.reload(false)
-		}
-	}
+// run follows the file until ctx ends: Live.Watch polls it, reads it on a
+// SIGHUP, and keeps the last good version when a document is bad; the log
+// says each version and each problem once.
+func (r *reloader) run(ctx context.Context, o retryconfig.WatchOptions) {
+	cancel := r.live.Subscribe(func(v uint64, _ *retryconfig.Config) {
+		r.log.Printf("retry config version %d from %s", v, r.path)
+	})
+	defer cancel()
+	o.OnError = func(err error) { r.log.Printf("%v", err) }
+	_ = r.live.Watch(ctx, r.path, o)
 }
 
-// reload reads the file and, if it changed or force is set, updates the
-// Live config, logging the version it accepted or why it rejected the file.
-func (r *reloader) reload(force bool) {
-	data, err := os.ReadFile(r.path)
-	if err != nil {
-		r.log.Printf("retry config: %v; keeping version %d", err, r.live.Version())
-		return
-	}
-	if !force && bytes.Equal(data, r.last) {
-		return
-	}
-	r.last = data
-	if err := r.live.Update(data); err != nil {
-		r.log.Printf("retry config rejected, keeping version %d: %v", r.live.Version(), err)
-		return
-	}
-	r.log.Printf("retry config version %d from %s", r.live.Version(), r.path)
-}
-
-// ServeHTTP shows the active config: its version and its policies, as
-// Marshal writes them.
 func (r *reloader) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	doc, err := retryconfig.Marshal(r.live.Config())
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stormguard/retry/retryconfig"
+	"github.com/stormguard/retry/retrytest"
 )
 
 func TestMain(m *testing.M) {
@@ -45,30 +46,33 @@ func TestReloader(t *testing.T) {
 	v := r.live.Version()
 
 	hup := make(chan os.Signal)
-	tick := make(chan time.Time)
+	clk := retrytest.NewClock()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { r.run(ctx, hup, tick); close(done) }()
+	go func() {
+		r.run(ctx, retryconfig.WatchOptions{Interval: time.Second, Reload: hup, Clock: clk})
+		close(done)
+	}()
 	defer func() { cancel(); <-done }()
+	<-clk.Waits() // the first look is over
+	look := func() { clk.Add(time.Second); <-clk.Waits() }
 
-	tick <- time.Time{} // unchanged: nothing to do
-	tick <- time.Time{} // the first look is over once the second is taken
+	look() // unchanged: nothing to do
 	assert.Equal(t, v, r.live.Version())
 
 	write(t, path, `{"policies": {"payments": {"maxAttempts": 1}, "feed": {"maxAttempts": 6}}}`)
-	tick <- time.Time{}
-	tick <- time.Time{}
+	look()
 	assert.Equal(t, v+1, r.live.Version(), "a changed file is reloaded")
 	assert.Equal(t, 1, r.live.Policy("payments").MaxAttempts)
 	assert.Equal(t, 3, r.live.Policy("feed").MaxAttempts, "the override outlives the reload")
 
 	write(t, path, `{"policies": {"payments": {"maxBackoff": "5"}}}`)
 	hup <- syscall.SIGHUP
-	tick <- time.Time{}
+	look()
 	assert.Equal(t, v+1, r.live.Version(), "a bad file is rejected")
 	assert.NotContains(t, logs.String(), "not valid JSON")
 	assert.Equal(t, 1, r.live.Policy("payments").MaxAttempts, "the last good config stays")
-	assert.Contains(t, logs.String(), `retry config rejected, keeping version 3: retryconfig: policies.payments.maxBackoff: "5" has no unit`)
+	assert.Contains(t, logs.String(), `keeping version 3: retryconfig: policies.payments.maxBackoff: "5" has no unit`)
 
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/retries", nil))
