@@ -35,11 +35,13 @@ var (
 	// for an outage to leak under 0.1 attempts per call, little enough to
 	// recover within two windows (see docs/storms.md).
 	budgetThrottleTight = control{Name: "Budget + Throttle, MaxReject 0.91", Budget: true, Throttle: &guard.ThrottleOptions{MaxReject: 0.91}}
+	// allGuards is the setup docs/storms.md advises: the three together.
+	allGuards = control{Name: "Budget + Throttle + Breaker", Budget: true, Throttle: &guard.ThrottleOptions{}, Breaker: &guard.BreakerOptions{}}
 )
 
 // guardControls are the rows of the hard outage and the overload.
 func guardControls() []control {
-	return append([]control{noControl, budgetOnly, budgetThrottle, budgetBreaker, budgetThrottleTight}, comparedControls()...)
+	return append([]control{noControl, budgetOnly, budgetThrottle, budgetBreaker, budgetThrottleTight, allGuards}, comparedControls()...)
 }
 
 // outageRow sums up one control in the hard outage.
