@@ -352,6 +352,12 @@ func (b *Breaker) recordSlow(tk ticket, outcome Outcome, ns int64) {
 	c := b.params()
 	b.w.add(at, c.width, 1, 1)
 	if calls, failures := b.w.sum(at, c.width); calls >= c.minCalls && float64(failures) >= c.ratio*float64(calls) {
+		// Open for OpenFor from now, when the failure is known: at may be
+		// when the attempt began (the throttle's read), and a 15 s attempt
+		// with an OpenFor of 10 s would be half-open at once.
+		if ns != 0 {
+			at = b.now()
+		}
 		b.moveFrom(tk.state, BreakerOpen, at)
 	}
 }

@@ -392,3 +392,24 @@ func TestBreakerOpenForeverStaysOpen(t *testing.T) {
 	clk.Add(100 * 365 * 24 * time.Hour)
 	assert.Equal(t, guard.BreakerOpen, br.State(), "a century later, still open")
 }
+
+// OpenFor runs from when the failure that trips the breaker is recorded,
+// not from when its attempt began: with a Throttle on the same clock (whose
+// time of the attempt's start the breaker reuses), a 15 s attempt and an
+// OpenFor of 10 s left the breaker half-open the moment it opened.
+func TestBreakerOpenForRunsFromTheFailure(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	br, err := guard.NewBreaker(guard.BreakerOptions{MinCalls: 1, FailureRatio: 1, OpenFor: 10 * time.Second, Clock: clk})
+	require.NoError(t, err)
+	th, err := guard.NewThrottle(guard.ThrottleOptions{Clock: clk})
+	require.NoError(t, err)
+	slow := func(context.Context) error {
+		clk.Add(15 * time.Second) // the attempt takes 15 s
+		return errUnavailable
+	}
+	_, _ = retry.Do(context.Background(), slow, retry.Policy{MaxAttempts: 1, Breaker: br, Throttle: th, Clock: clk})
+	assert.Equal(t, guard.BreakerOpen, br.State(), "open for OpenFor from the failure")
+	clk.Add(10 * time.Second)
+	assert.Equal(t, guard.BreakerHalfOpen, br.State())
+}
