@@ -6,9 +6,12 @@
 //
 // # The table
 //
-// [New] creates the table and its index when missing, under an advisory
-// lock (pg_advisory_xact_lock), so that processes starting together do not
-// race. For the default name, outbox_ops:
+// [New] asks the catalog whether the table, its columns and its index are
+// there, which takes no lock on the table, and creates what is missing
+// only then, under an advisory lock (pg_advisory_xact_lock), so that
+// processes starting together do not race and a process starting behind
+// an open transaction does not wait for it. [Migrate] runs the same
+// statements, for a deploy step. For the default name, outbox_ops:
 //
 //	CREATE TABLE IF NOT EXISTS outbox_ops (
 //		id          bigserial   PRIMARY KEY,

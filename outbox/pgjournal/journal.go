@@ -72,7 +72,45 @@ func New(pool *pgxpool.Pool, opts Options) (*Journal, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
 	defer cancel()
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	// The catalog first: when the table is there, as it is for every
+	// process but the first, New takes no lock on it. DDL (ALTER TABLE,
+	// CREATE INDEX) would wait behind any open EnqueueTx, and every other
+	// process's enqueues, claims and renewals would queue behind it.
+	var ready bool
+	if err := pool.QueryRow(ctx, q.ready).Scan(&ready); err != nil {
+		return nil, fmt.Errorf("pgjournal: look up table %s: %w", q.table, err)
+	}
+	if !ready {
+		if err := migrate(ctx, pool, q); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// Migrate creates the journal's table, its columns and its index where
+// they are missing, as New does for a table it does not find (the SQL is
+// in the package doc, for teams that run their own migrations). Run it at
+// deploy time, or from every process at start-up: a transaction-scoped
+// advisory lock makes concurrent runs take turns. Its statements wait for
+// open transactions on the table; New, which asks the catalog first, does
+// not run them when the table is complete.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
+	if pool == nil {
+		return errors.New("pgjournal: Migrate with a nil pool")
+	}
+	if opts.Table == "" {
+		opts.Table = "outbox_ops"
+	}
+	q, err := newSQL(opts.Table)
+	if err != nil {
+		return err
+	}
+	return migrate(ctx, pool, q)
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, q sqlText) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, q.lock); err != nil {
 			return err
 		}
@@ -80,9 +118,9 @@ func New(pool *pgxpool.Pool, opts Options) (*Journal, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgjournal: create table %s: %w", q.table, err)
+		return fmt.Errorf("pgjournal: create table %s: %w", q.table, err)
 	}
-	return j, nil
+	return nil
 }
 
 // createTimeout bounds New's work on the database.

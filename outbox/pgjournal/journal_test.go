@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,34 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	_, err = pgjournal.New(pool, pgjournal.Options{Horizon: -1})
 	assert.ErrorContains(t, err, "Horizon")
+}
+
+// New on a table that is complete takes no lock on it: it asks the
+// catalog, so a process starting behind an open EnqueueTx does not wait
+// for it, nor make every other process's statements queue behind its DDL.
+// (It ran ALTER TABLE and CREATE INDEX every time, and waited up to 30 s.)
+// Migrate creates the table for teams that migrate at deploy time.
+func TestNewTakesNoLockOnACompleteTable(t *testing.T) {
+	pool := newPool(t, pg(t).NewDatabase(t))
+	ctx := context.Background()
+	require.NoError(t, pgjournal.Migrate(ctx, pool, pgjournal.Options{}))
+	j, err := pgjournal.New(pool, pgjournal.Options{})
+	require.NoError(t, err)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = j.EnqueueTx(ctx, tx, outbox.Op{Kind: "charge", Payload: []byte("open")}) // holds its lock until commit
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pgjournal.New(pool, pgjournal.Options{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second): // it would wait the 30 s of its own bound
+		require.FailNow(t, "New waited behind the open transaction")
+	}
+	require.NoError(t, tx.Commit(ctx))
 }

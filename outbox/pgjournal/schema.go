@@ -40,7 +40,7 @@ var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0
 
 // sqlText holds the statements for one table name.
 type sqlText struct {
-	table, create                                   string
+	table, create, ready                            string
 	lock                                            int64 // advisory lock key of the table's creation
 	add, enqueue, update, owner, load, claim, renew string
 	release, get, counts                            string
@@ -60,11 +60,20 @@ func newSQL(table string) (sqlText, error) {
 	h.Write([]byte("stormguard/outbox/pgjournal " + table))
 	const insert = `INSERT INTO %[1]s (key, kind, payload, not_after, state, attempts, next_at, last_wait, enqueued, finished, reason, last_error, trace)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) `
+	// ready asks the catalog, which takes no lock on the table, whether the
+	// table, its trace column and its index are there already.
+	indexName := parts[len(parts)-1] + "_due"
+	if len(parts) == 2 {
+		indexName = parts[0] + "." + indexName
+	}
 	return sqlText{
 		table:  t,
 		create: fmt.Sprintf(createSQL, t, index),
-		lock:   int64(h.Sum64()),
-		add:    fmt.Sprintf(insert+`DO NOTHING`, t),
+		ready: fmt.Sprintf(`SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL AND EXISTS (
+	SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'trace' AND NOT attisdropped)`,
+			quoteLiteral(table), quoteLiteral(indexName), quoteLiteral(table)),
+		lock: int64(h.Sum64()),
+		add:  fmt.Sprintf(insert+`DO NOTHING`, t),
 		// The same op enqueued again returns its key and changes nothing
 		// (the no-op update makes RETURNING answer); another op under the
 		// key returns no row: outbox.Enqueue's rules, in one statement.
@@ -92,3 +101,7 @@ WHERE t.key = h.key AND t.lease = h.lease RETURNING t.key`, t),
 		release: fmt.Sprintf(`UPDATE %s SET lease = NULL, lease_until = NULL WHERE key = $1 AND lease = $2`, t),
 	}, nil
 }
+
+// quoteLiteral quotes s, an identifier tableName accepted (letters,
+// digits, '_' and '.'), as an SQL string.
+func quoteLiteral(s string) string { return "'" + s + "'" }
