@@ -17,6 +17,13 @@ import (
 // The entries hold the ops' keys and payloads: show them only to whoever
 // may re-drive the ops.
 func (o *Outbox) DeadLetters(ctx context.Context) ([]Entry, error) {
+	if dj, ok := o.j.(DeadLetterJournal); ok {
+		dead, err := dj.DeadLetters(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: dead letters: %w", err)
+		}
+		return dead, nil
+	}
 	all, err := o.j.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: dead letters: %w", err)

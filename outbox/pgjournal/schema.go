@@ -43,7 +43,7 @@ type sqlText struct {
 	table, create, ready                            string
 	lock                                            int64 // advisory lock key of the table's creation
 	add, enqueue, update, owner, load, claim, renew string
-	release, get, counts                            string
+	release, get, counts, dead, reap                string
 }
 
 // cols are the columns of an Entry, in the order scan reads them.
@@ -99,6 +99,11 @@ WHERE t.key = h.key AND t.lease = h.lease RETURNING t.key`, t),
 	count(*) FILTER (WHERE state = 0 AND lease_until > $1), count(*) FILTER (WHERE state = 2),
 	min(enqueued) FILTER (WHERE state = 0) FROM %s`, t),
 		release: fmt.Sprintf(`UPDATE %s SET lease = NULL, lease_until = NULL WHERE key = $1 AND lease = $2`, t),
+		dead:    fmt.Sprintf(`SELECT %s FROM %s WHERE state = 2 ORDER BY id`, cols, t),
+		// The succeeded ops finished before $1, at most $2 of them, oldest
+		// first, skipping rows another transaction holds.
+		reap: fmt.Sprintf(`DELETE FROM %[1]s WHERE id IN (SELECT id FROM %[1]s
+	WHERE state = 1 AND finished < $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`, t),
 	}, nil
 }
 
