@@ -184,16 +184,17 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		// loop waits for an attempt to finish, a wake (Handle, Enqueue) or
 		// the next renewal instead, rather than wake at once, again and
 		// again.
-		wait := time.Duration(-1)
+		var wait time.Duration
+		timed := false // a poll or a renewal is due at some time; else only events wake the loop
 		if len(kinds) > 0 && len(inFlight) < o.concurrency {
-			wait = nextPoll.Sub(now)
+			wait, timed = nextPoll.Sub(now), true // overdue (negative) when the loop ran late
 		}
-		if len(inFlight) > 0 && (wait < 0 || nextRenew.Sub(now) < wait) {
-			wait = nextRenew.Sub(now)
+		if len(inFlight) > 0 && (!timed || nextRenew.Sub(now) < wait) {
+			wait, timed = nextRenew.Sub(now), true
 		}
 		var timer <-chan struct{}
 		stop := func() {}
-		if wait >= 0 || len(inFlight) > 0 {
+		if timed {
 			var tctx context.Context
 			tctx, stop = o.clock.WithTimeout(context.Background(), max(wait, minPollInterval))
 			timer = tctx.Done()

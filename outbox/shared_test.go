@@ -524,3 +524,49 @@ func TestSharedWaitInAProcessThatRunsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, outbox.Succeeded, r.State)
 }
+
+// slowClaim is a shared journal whose Claim takes longer than the poll
+// interval, as a loaded database's does.
+type slowClaim struct {
+	outbox.SharedJournal
+	d time.Duration
+}
+
+func (s slowClaim) Claim(ctx context.Context, c outbox.ClaimRequest) ([]outbox.Entry, error) {
+	time.Sleep(s.d) // the bubble's time
+	return s.SharedJournal.Claim(ctx, c)
+}
+
+// A Run whose claim takes longer than its poll interval, with nothing in
+// flight, still polls again: an op another process enqueues later is run,
+// though nothing wakes this one. (A guard on the loop's timer: without a
+// timer while it has a free slot, Run would wait for a wake that never
+// comes.)
+func TestSharedRunPollsAfterASlowClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		o := newShared(t, m, outbox.Options{PollInterval: 10 * time.Millisecond})
+		ran := make(chan string, 1)
+		o.Handle("pay", func(_ context.Context, op outbox.Op) error { ran <- op.Key; return nil })
+		o2, err := outbox.New(slowClaim{SharedJournal: m.handle(), d: 50 * time.Millisecond}, outbox.Options{PollInterval: 10 * time.Millisecond})
+		require.NoError(t, err)
+		o2.Handle("pay", func(_ context.Context, op outbox.Op) error { ran <- op.Key; return nil })
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- o2.Run(ctx) }()
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay", Payload: []byte("later")}) // another process: no wake
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case got := <-ran:
+			assert.Equal(t, key, got)
+		default:
+			t.Fatal("the op was never claimed")
+		}
+		cancel()
+		<-done
+	})
+}
