@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,7 +199,18 @@ func TestCrashHarness(t *testing.T) {
 		case err := <-c.exited:
 			require.NoError(t, err, "child %d failed; stderr:\n%s", i, c.stderr)
 		case <-limit.C:
-			t.Fatalf("child %d hung; stderr:\n%s", i, c.stderr)
+			// Its goroutines say where it waits: SIGQUIT makes a Go
+			// process print them on stderr and exit. The buffer is read
+			// once it has exited, when nothing writes it any more.
+			_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-c.exited:
+			case <-time.After(10 * time.Second):
+				_ = c.cmd.Process.Kill()
+				<-c.exited
+			}
+			procs[i] = nil
+			t.Fatalf("child %d hung; its goroutines:\n%s", i, c.stderr)
 		}
 		procs[i] = nil
 	}
