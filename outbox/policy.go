@@ -21,23 +21,16 @@ func (o *Outbox) policyFor(kind string) retry.Policy {
 	if o.policies != nil {
 		p = retryhttp.NamedPolicy(o.policies.Config(), kind)
 		if byCodes := p.Classifier; byCodes != nil {
-			// The kind's retryableStatusCodes judge its HTTP answers, with
-			// their Retry-After; other errors are judged as always.
-			p.Classifier = func(ctx context.Context, a retry.Attempt) retry.Decision {
-				var se *retryhttp.StatusError
-				if !errors.As(a.Err, &se) {
-					return retry.DefaultClassifier(ctx, a)
-				}
-				return withRetryAfter(byCodes(ctx, a), se)
-			}
+			// The kind's retryableStatusCodes judge its HTTP answers.
+			p.Classifier = httpAware(byCodes)
 		}
 		p = o.fill(p)
 	}
 	return p.WithGuards(&o.guards, kind)
 }
 
-// fill makes p a policy for Run's steps: on the Outbox's clock, without the hooks it does not
-// call, a loop with no count limit bounded by the horizon (NotAfter ends
+// fill makes p a policy for Run's steps: on the Outbox's clock, without
+// the hooks it does not call, a loop with no count limit bounded by the horizon (NotAfter ends
 // it), the defaults filled, and the HTTP-aware Classifier unless p has one.
 func (o *Outbox) fill(p retry.Policy) retry.Policy {
 	p.Clock, p.OnRetry, p.OnDone = o.clock, nil, nil
@@ -57,14 +50,20 @@ func (o *Outbox) fill(p retry.Policy) retry.Policy {
 // *retryhttp.StatusError, from HTTPHandler or a retryhttp.Transport below
 // any handler) is judged as the Transport judges it, with its Retry-After;
 // any other error as retry.DefaultClassifier judges it. A Policy from
-// Policies that lists retryableStatusCodes has the Classifier of those
-// (retryhttp.NamedPolicy's), which does the same but for the statuses.
-func classify(ctx context.Context, a retry.Attempt) retry.Decision {
-	var se *retryhttp.StatusError
-	if !errors.As(a.Err, &se) {
-		return retry.DefaultClassifier(ctx, a)
+// Policies that lists retryableStatusCodes judges its statuses by them
+// (httpAware of retryhttp.NamedPolicy's Classifier).
+var classify = httpAware(retryhttp.DefaultClassifier)
+
+// httpAware judges an HTTP answer by byStatus, with its Retry-After, and
+// any other error as retry.DefaultClassifier does.
+func httpAware(byStatus retry.Classifier) retry.Classifier {
+	return func(ctx context.Context, a retry.Attempt) retry.Decision {
+		var se *retryhttp.StatusError
+		if !errors.As(a.Err, &se) {
+			return retry.DefaultClassifier(ctx, a)
+		}
+		return withRetryAfter(byStatus(ctx, a), se)
 	}
-	return withRetryAfter(retryhttp.DefaultClassifier(ctx, a), se)
 }
 
 // withRetryAfter is d with the Retry-After of se's answer, if d retries.

@@ -92,7 +92,7 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 	switch c.Admit(1) { // each attempt of a durable op is a call of its own: it may probe
 	case guard.RefusedByThrottle:
 		return backoff(p, e), "throttled; not sent", false
-	case guard.RefusedByBreaker, guard.RefusedRestart:
+	case guard.RefusedByBreaker: // Start, not StartFast: never RefusedRestart
 		w := backoff(p, e)
 		if at := p.Breaker.HalfOpensAt(); !at.IsZero() {
 			w = max(w, at.Sub(now))
