@@ -18,14 +18,18 @@ const (
 	// adaptive concurrency filter do: every 25 requests, the limit becomes
 	// limit×g + √limit, smoothed, where g = Tolerance × minimum / recent,
 	// clamped to [0.5, 1]. The recent latency is the average of the last
-	// 25; the minimum, the smallest such average of the last 500. So the
-	// limit grows by about √limit while latency stays within Tolerance of
-	// its minimum and the limit is in use, and shrinks when work queues
-	// inside the server.
+	// 25; the minimum, the smallest such average since the last probe:
+	// every 10 s the limit drops to 3 for 25 requests to measure the
+	// unloaded latency (Envoy does so every 60 s), since a server that
+	// stays loaded would otherwise take its loaded latency for its
+	// minimum. So the limit grows by about √limit while latency stays
+	// within Tolerance of its minimum and the limit is in use, and shrinks
+	// when work queues inside the server.
 	Gradient Algorithm = iota
 	// AIMD adds one to the limit every 25 requests while their average
-	// latency stays under twice the minimum and the limit is in use, and
-	// takes off a tenth when it does not or when work reports [Overloaded].
+	// latency stays under twice the minimum (measured as Gradient does) and
+	// the limit is in use, and takes off a tenth when it does not or when
+	// work reports [Overloaded].
 	AIMD
 	// Fixed keeps the limit at InitialLimit.
 	Fixed

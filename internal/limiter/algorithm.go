@@ -1,6 +1,9 @@
 package limiter
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Algorithm moves the limit.
 type Algorithm uint8
@@ -21,11 +24,16 @@ const (
 	// limit moves once a window. An average, not single samples, because
 	// one sample's latency varies more than queueing moves it.
 	Window = 25
-	// Baseline is the number of windows whose smallest average is the
-	// baseline, "the minimum": the latency when the least was queued.
-	Baseline = 20
-	backoff  = 0.9 // multiplicative decrease on overload
-	aimdDrop = 2.0 // AIMD: a window this many times the baseline is overload
+	// ProbeEvery is how often an adaptive limit drops to ProbeLimit for
+	// one window to measure the unloaded latency, as Envoy's adaptive
+	// concurrency filter does (its default: every 60 s, at 3). Between
+	// probes the minimum is the smallest window average since the last
+	// one. Without probes, a server that stays loaded sees only loaded
+	// latencies, takes them for its minimum, and its limit creeps up.
+	ProbeEvery = 10 * time.Second
+	ProbeLimit = 3
+	backoff    = 0.9 // multiplicative decrease on overload
+	aimdDrop   = 2.0 // AIMD: a window this many times the minimum is overload
 )
 
 // algo is the state of the limit's algorithm, under the Limiter's lock.
@@ -39,8 +47,12 @@ type algo struct {
 	n                int     // and their number
 	busy, overloaded bool    // this window saw the limit in use / an overload
 	recent           float64 // the last window's average
-	means            [Baseline]float64
-	filled, next     int
+	minimum          float64 // the smallest window average since the last probe
+
+	probing    bool
+	probeStart time.Time // samples of work begun before it are not the probe's
+	nextProbe  time.Time // zero: at the first sample
+	saved      float64   // the limit before the probe
 }
 
 func newAlgo(c Config) algo {
@@ -51,16 +63,9 @@ func newAlgo(c Config) algo {
 	}
 }
 
-// base is the smallest window average of the last Baseline windows.
-func (a *algo) base() float64 {
-	b := 0.0
-	for _, m := range a.means[:a.filled] {
-		if b == 0 || m < b {
-			b = m
-		}
-	}
-	return b
-}
+// base is the minimum latency: the smallest window average since the
+// last probe.
+func (a *algo) base() float64 { return a.minimum }
 
 // latency is the recent latency: the last window's average, or the
 // running one before the first window ends.
@@ -71,9 +76,19 @@ func (a *algo) latency() float64 {
 	return a.recent
 }
 
-// sample feeds one latency (ns), with the count in flight, or an
-// overload; at the end of a window the limit moves.
-func (a *algo) sample(rtt float64, inflight int, overloaded bool) {
+// sample feeds one latency (ns) of work begun at start and ended at now,
+// with the count in flight, or an overload; at the end of a window the
+// limit moves.
+func (a *algo) sample(start, now time.Time, rtt float64, inflight int, overloaded bool) {
+	if a.kind != Fixed && !a.probing && !now.Before(a.nextProbe) {
+		a.probing, a.probeStart, a.saved = true, now, a.limit
+		a.limit = min(a.limit, max(a.lo, ProbeLimit))
+		a.sum, a.n, a.busy, a.overloaded = 0, 0, false, false
+		return
+	}
+	if a.probing && start.Before(a.probeStart) {
+		return // begun at the old limit: not an unloaded latency
+	}
 	a.sum += max(rtt, 1)
 	a.n++
 	a.busy = a.busy || float64(inflight) >= a.limit/2
@@ -82,11 +97,16 @@ func (a *algo) sample(rtt float64, inflight int, overloaded bool) {
 		return
 	}
 	a.recent = a.sum / float64(a.n)
-	a.means[a.next] = a.recent
-	a.next = (a.next + 1) % Baseline
-	a.filled = min(a.filled+1, Baseline)
 	busy, over := a.busy, a.overloaded
 	a.sum, a.n, a.busy, a.overloaded = 0, 0, false, false
+	if a.probing {
+		a.probing, a.minimum, a.limit = false, a.recent, a.saved
+		a.nextProbe = now.Add(ProbeEvery)
+		return
+	}
+	if a.minimum == 0 || a.recent < a.minimum {
+		a.minimum = a.recent
+	}
 	a.move(busy, over)
 }
 

@@ -17,15 +17,20 @@ type shedRate struct {
 
 // RetryAfter is the wait a request shed at now is told: at least the time
 // the queue needs to drain at the recent latency (and one second), plus a
-// share u ∈ [0, 1) of a window that is as many times that as requests
-// were shed for each one admitted in the last second, so that the shed
-// come back spread over more time than they took to arrive rather than
-// at one instant. Whole seconds, at most maxWait.
+// share u ∈ [0, 1) of a window of at least two seconds, as many times
+// that as requests were shed for each one admitted in the last second, so
+// that the shed come back spread over more time than they took to arrive
+// rather than at one instant. The window is cut to fit under maxWait,
+// not clamped, so that the cap is not where the fleet piles up. Whole
+// seconds, rounded down, at least one.
 func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) time.Duration {
 	base := max(time.Second, l.Drain())
-	window := float64(base) * max(1, l.shedRatio(now))
-	d := base + time.Duration(min(window*u, float64(maxWait)))
-	d = (d + time.Second - 1).Truncate(time.Second)
+	if base >= maxWait {
+		return maxWait.Truncate(time.Second)
+	}
+	window := max(2*time.Second, time.Duration(float64(base)*l.shedRatio(now)))
+	window = min(window, maxWait-base)
+	d := (base + time.Duration(float64(window)*u)).Truncate(time.Second)
 	return min(max(d, time.Second), maxWait)
 }
 
