@@ -345,6 +345,26 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	o.callEnded(p)
 	o.unfinishedDone(p, s)
 	close(p.out.done)
+	o.forgetExpired(o.clock.Now())
 	o.mu.Unlock()
 	return nil
+}
+
+// sweepEvery is how often forgetExpired looks at every op.
+const sweepEvery = time.Hour
+
+// forgetExpired drops the ops that succeeded longer than the retention
+// ago, as the journal forgets them, so that an Outbox that runs for months
+// does not hold every op it ran. It looks at most once every sweepEvery,
+// from the finish of an op: one pass over the ops an hour. o.mu is held.
+func (o *Outbox) forgetExpired(now time.Time) {
+	if d := now.Sub(o.swept); d >= 0 && d < sweepEvery {
+		return
+	}
+	o.swept = now
+	for k, p := range o.ops {
+		if p.index < 0 && !p.adding && expired(&p.e, now) {
+			delete(o.ops, k)
+		}
+	}
 }
