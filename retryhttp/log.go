@@ -60,8 +60,11 @@ func (c *call) logRetry(n int, reason string, wait time.Duration) {
 }
 
 func (c *call) logRetryAt(n int, reason string, wait time.Duration, at time.Time) {
-	if c.t.Logger != nil && c.t.sampler.leave(&c.t.sampler.exhausted, c.origin()) {
-		c.logTransition(slog.LevelInfo, "retryhttp: retry budget recovered")
+	if c.t.Logger != nil {
+		ns, window := c.transitionTime(at)
+		if ok, n := c.t.sampler.leave(&c.t.sampler.exhausted, c.origin(), ns, window); ok {
+			c.logTransition(slog.LevelInfo, "retryhttp: retry budget recovered", n)
+		}
 	}
 	if l := c.sample(slog.LevelInfo, logRetrying, n, reason, at); l != nil {
 		c.write(l, slog.LevelInfo, logRetrying, n, slog.String("reason", reason), slog.Duration("wait", wait))
@@ -77,10 +80,13 @@ func (c *call) logGiveUp(tr retry.Trace) {
 	if c.req.Context().Err() != nil {
 		level = slog.LevelInfo // the caller's choice, not a failure
 	}
-	if tr.Stop() == retry.StopBudget && c.t.Logger != nil && c.t.sampler.enter(&c.t.sampler.exhausted, c.origin()) {
-		c.logTransition(slog.LevelWarn, "retryhttp: retry budget exhausted")
-	}
 	last := tr.Last()
+	if tr.Stop() == retry.StopBudget && c.t.Logger != nil {
+		ns, window := c.transitionTime(attemptEnd(&last))
+		if ok, n := c.t.sampler.enter(&c.t.sampler.exhausted, c.origin(), ns, window); ok {
+			c.logTransition(slog.LevelWarn, "retryhttp: retry budget exhausted", n)
+		}
+	}
 	if l := c.sample(level, logGivingUp, tr.Attempts(), last.Reason, attemptEnd(&last)); l != nil {
 		c.write(l, level, logGivingUp, tr.Attempts(), slog.String("stop", tr.Stop().String()), slog.String("reason", last.Reason))
 	}
@@ -111,22 +117,53 @@ func attemptEnd(a *retry.Attempt) time.Time {
 // logHold logs the start of a hold on the request's origin, or its end
 // when started is false, if that is news.
 func (c *call) logHold(started bool) {
-	switch {
-	case c.t.Logger == nil:
-	case started && c.t.sampler.enter(&c.t.sampler.held, c.origin()):
-		c.logTransition(slog.LevelWarn, "retryhttp: hold started")
-	case !started && c.t.sampler.held.n.Load() > 0 && c.t.holds().Until(c.origin()).IsZero() &&
-		c.t.sampler.leave(&c.t.sampler.held, c.origin()):
-		// Only an answer that cleared the hold ends it: one to a request
-		// sent before the hold began does not.
-		c.logTransition(slog.LevelInfo, "retryhttp: hold ended")
+	if c.t.Logger == nil {
+		return
+	}
+	if started {
+		ns, window := c.transitionTime(time.Time{})
+		if ok, n := c.t.sampler.enter(&c.t.sampler.held, c.origin(), ns, window); ok {
+			c.logTransition(slog.LevelWarn, "retryhttp: hold started", n)
+		}
+		return
+	}
+	// Only an answer that cleared the hold ends it: one to a request sent
+	// before the hold began does not.
+	if c.t.sampler.held.n.Load() > 0 && c.t.holds().Until(c.origin()).IsZero() {
+		ns, window := c.transitionTime(time.Time{})
+		if ok, n := c.t.sampler.leave(&c.t.sampler.held, c.origin(), ns, window); ok {
+			c.logTransition(slog.LevelInfo, "retryhttp: hold ended", n)
+		}
 	}
 }
 
-// logTransition writes, unsampled, a line about the request's origin that
-// a summary could hide: a change of state, written once.
-func (c *call) logTransition(level slog.Level, msg string) {
+// transitionTime is the time of a transition line (at if known) in
+// UnixNano, and the window within which an origin writes one at most;
+// with sampling Off, every move is written.
+func (c *call) transitionTime(at time.Time) (ns, window int64) {
+	if c.t.LogSampling.Off {
+		return 0, 0
+	}
+	switch {
+	case !at.IsZero():
+		ns = at.UnixNano()
+	case c.clk != nil:
+		ns = c.clk.Now().UnixNano()
+	default:
+		ns = c.t.sampler.clock.UnixNano()
+	}
+	return ns, int64(c.t.LogSampling.window())
+}
+
+// logTransition writes a line about the request's origin that a summary
+// could hide: a change of state, with the count of the origin's changes
+// not written since its previous such line, if any.
+func (c *call) logTransition(level slog.Level, msg string, suppressed int) {
 	if l := c.t.Logger; l.Enabled(context.Background(), level) {
+		if suppressed > 0 {
+			l.LogAttrs(context.Background(), level, msg, slog.String("origin", c.origin()), slog.Int("suppressed_changes", suppressed))
+			return
+		}
 		l.LogAttrs(context.Background(), level, msg, slog.String("origin", c.origin()))
 	}
 }

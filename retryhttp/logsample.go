@@ -39,8 +39,8 @@ import (
 // is "(other)". Time is read from the request's Policy.Clock when it has
 // one.
 //
-// The transitions a summary could hide are written once each, unsampled,
-// with the origin: "retryhttp: retry budget exhausted" (Warn) when a
+// The transitions a summary could hide are written apart from the
+// groups, with the origin: "retryhttp: retry budget exhausted" (Warn) when a
 // request to an origin first gives up for its Budget, and "retryhttp:
 // retry budget recovered" (Info) when a request to that origin is next
 // allowed a retry; "retryhttp: hold started" (Warn) when an origin first
@@ -55,7 +55,13 @@ import (
 // started" (Warn) when the Throttle's reject probability rises above zero,
 // and "retryhttp: throttling stopped" (Info) when it is next seen at zero.
 // Those of Breakers and Throttles carry the origin; a Policy's own, shared
-// by every origin, carries none.
+// by every origin, carries none. The Budget's and the hold's are written
+// at most once a Window per origin: a move within a Window of the
+// origin's latest such line is held back, and the origin's next event a
+// Window on writes the line of the state it is in then, with
+// "suppressed_changes", the count of the moves not written; so an origin
+// that flaps at the edge of its Budget writes a line a minute, not a pair
+// a second, and its latest line says its state within a Window.
 type LogSampling struct {
 	// Off writes every line, unsampled [false].
 	Off bool
@@ -274,56 +280,125 @@ func (st *sampleState) flush(k sampleKey, due []summary) []summary {
 }
 
 // originStates is a set of origins in some state (a Budget exhausted, a
-// hold), so that the moves into and out of it are logged once each. It is
-// guarded by its sampler's lock.
+// hold), so that the moves into and out of it are logged, but at most one
+// line a Window per origin: an origin that flaps at the edge of its Budget
+// (9% failures at 1,000 requests a second) or between holds would
+// otherwise write a pair of lines a second. A move that is not written
+// waits: the origin's next event of either kind (a give-up for its Budget,
+// a retry allowed, a Retry-After, a normal answer) once the Window has
+// passed writes the line of the state the origin is in then, with the
+// count of the moves not written ("suppressed_changes"). So the latest
+// line of an origin that keeps being called says its state within a
+// Window. It is guarded by its sampler's lock.
 type originStates struct {
-	m   map[string]uint64 // origin → when it entered, in seq
-	seq uint64
-	n   atomic.Int32 // len(m), read without the lock: most calls need no lock
+	m       map[string]*originState
+	seq     uint64
+	n       atomic.Int32 // origins in the state, read without the lock: most calls need no lock
+	pending atomic.Int32 // origins whose latest move is not written yet
 }
 
-// enter reports whether origin was not in the state, and puts it there.
-// With maxLogKeys origins in it already, it forgets the one that entered
-// first (an origin long since gone quiet, most likely: its recovery line
-// is not written) rather than stop logging the moves of new origins.
-func (s *logSampler) enter(st *originStates, origin string) bool {
+type originState struct {
+	in       bool
+	entered  uint64 // seq when it last entered
+	lastLine int64  // UnixNano of its latest line; math.MinInt64 for none
+	moves    int    // moves since that line
+	pending  bool   // the latest move is not written yet
+}
+
+// enter puts origin in the state, and reports whether to write the line of
+// its state now (see originStates), with the count of moves not written
+// before it. With maxLogKeys origins known already, it forgets one that is
+// not in the state, or else the one that entered first (an origin long
+// since gone quiet, most likely: its recovery line is not written) rather
+// than stop logging the moves of new origins.
+func (s *logSampler) enter(st *originStates, origin string, ns, window int64) (bool, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := st.m[origin]; ok {
-		return false
-	}
-	if st.m == nil {
-		st.m = make(map[string]uint64)
-	}
-	if len(st.m) >= maxLogKeys {
-		oldest, first := "", uint64(0)
-		for o, at := range st.m {
-			if oldest == "" || at < first {
-				oldest, first = o, at
-			}
+	o, ok := st.m[origin]
+	if !ok {
+		if st.m == nil {
+			st.m = make(map[string]*originState)
 		}
-		delete(st.m, oldest)
+		if len(st.m) >= maxLogKeys {
+			st.forgetOne()
+		}
+		o = &originState{lastLine: math.MinInt64}
+		st.m[origin] = o
+	}
+	if !o.in {
+		st.seq++
+		o.in, o.entered = true, st.seq
+		st.n.Add(1)
+		st.moved(o)
+	}
+	return st.line(o, ns, window)
+}
+
+// leave takes origin out of the state, and reports whether to write the
+// line of its state now, as enter does.
+func (s *logSampler) leave(st *originStates, origin string, ns, window int64) (bool, int) {
+	if st.n.Load() == 0 && st.pending.Load() == 0 {
+		return false, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := st.m[origin]
+	if !ok {
+		return false, 0
+	}
+	if o.in {
+		o.in = false
+		st.n.Add(-1)
+		st.moved(o)
+	}
+	return st.line(o, ns, window)
+}
+
+// moved counts a move of o.
+func (st *originStates) moved(o *originState) {
+	o.moves++
+	if !o.pending {
+		o.pending = true
+		st.pending.Add(1)
+	}
+}
+
+// line reports whether o's state is written at ns: when its latest move
+// is not written yet, and it wrote no line in the Window before ns.
+func (st *originStates) line(o *originState, ns, window int64) (bool, int) {
+	if !o.pending || o.lastLine != math.MinInt64 && ns >= o.lastLine && ns-o.lastLine < window {
+		return false, 0
+	}
+	n := o.moves - 1
+	o.lastLine, o.moves, o.pending = ns, 0, false
+	st.pending.Add(-1)
+	return true, n
+}
+
+// forgetOne forgets an origin: one out of the state if any, else the one
+// that entered first.
+func (st *originStates) forgetOne() {
+	oldest, first := "", uint64(0)
+	for k, o := range st.m {
+		if !o.in {
+			st.forget(k, o)
+			return
+		}
+		if oldest == "" || o.entered < first {
+			oldest, first = k, o.entered
+		}
+	}
+	st.forget(oldest, st.m[oldest])
+}
+
+func (st *originStates) forget(k string, o *originState) {
+	delete(st.m, k)
+	if o.in {
 		st.n.Add(-1)
 	}
-	st.seq++
-	st.m[origin] = st.seq
-	st.n.Add(1)
-	return true
-}
-
-// leave reports whether origin was in the state, and takes it out.
-func (s *logSampler) leave(st *originStates, origin string) bool {
-	if st.n.Load() == 0 {
-		return false
+	if o.pending {
+		st.pending.Add(-1)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := st.m[origin]; !ok {
-		return false
-	}
-	delete(st.m, origin)
-	st.n.Add(-1)
-	return true
 }
 
 // write logs the summary. It says only the origin, the class, counts,

@@ -335,12 +335,52 @@ func TestOriginStatesForgetTheOldestWhenFull(t *testing.T) {
 	t.Parallel()
 	var s logSampler
 	var st originStates
+	enter := func(o string) bool { ok, _ := s.enter(&st, o, 0, 0); return ok }
+	leave := func(o string) bool { ok, _ := s.leave(&st, o, 0, 0); return ok }
 	for i := range maxLogKeys {
-		require.True(t, s.enter(&st, fmt.Sprintf("https://gone-%d.example", i)))
+		require.True(t, enter(fmt.Sprintf("https://gone-%d.example", i)))
 	}
-	assert.True(t, s.enter(&st, "https://new.example"), "a new origin's move is logged")
-	assert.False(t, s.enter(&st, "https://new.example"), "once")
+	assert.True(t, enter("https://new.example"), "a new origin's move is logged")
+	assert.False(t, enter("https://new.example"), "once")
 	assert.Equal(t, int32(maxLogKeys), st.n.Load(), "still bounded")
-	assert.False(t, s.leave(&st, "https://gone-0.example"), "the first to enter was forgotten")
-	assert.True(t, s.leave(&st, "https://gone-1.example"))
+	assert.False(t, leave("https://gone-0.example"), "the first to enter was forgotten")
+	assert.True(t, leave("https://gone-1.example"))
+}
+
+// An origin that flaps in and out of a state (a Budget at the edge of
+// exhaustion, holds at 5% 429s) writes one line a Window, not one a move:
+// the moves in between are counted, and the next line written says how
+// many there were. Another origin's moves are its own.
+func TestOriginTransitionsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	var s logSampler
+	var st originStates
+	window := int64(time.Minute)
+	const a, b = "https://a.example", "https://b.example"
+	written := 0
+	for i := range 450 { // a flip every 100 ms for 45 s
+		ns := int64(i) * int64(100*time.Millisecond)
+		var ok bool
+		var n int
+		if i%2 == 0 {
+			ok, n = s.enter(&st, a, ns, window)
+		} else {
+			ok, n = s.leave(&st, a, ns, window)
+		}
+		if ok {
+			written++
+			assert.Zero(t, n)
+		}
+	}
+	assert.Equal(t, 1, written, "one line in the first minute, not 450")
+	ok, n := s.enter(&st, b, 0, window)
+	assert.True(t, ok, "another origin is not held back")
+	assert.Zero(t, n)
+
+	ok, n = s.enter(&st, a, int64(2*time.Minute), window) // a is out after an even count of flips
+	assert.True(t, ok, "a Window later, the next move is written")
+	assert.Equal(t, 449, n, "with the count of the moves not written")
+	ok, _ = s.leave(&st, a, int64(2*time.Minute)+1, window)
+	assert.False(t, ok)
+	assert.Equal(t, int32(1), st.n.Load(), "the state is tracked exactly: a out, b in")
 }

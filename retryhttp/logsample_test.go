@@ -174,7 +174,9 @@ func TestLogSamplingCountsExactlyUnderConcurrency(t *testing.T) {
 }
 
 // Budget exhaustion is written once when it starts and once when the
-// origin is allowed a retry again, however many give-ups come between.
+// origin is allowed a retry again, however many give-ups come between; a
+// move within a Window of the origin's latest such line waits for the
+// origin's next event a Window on.
 func TestLogSamplingBudgetTransitions(t *testing.T) {
 	t.Parallel()
 	var healthy atomic.Bool
@@ -208,13 +210,61 @@ func TestLogSamplingBudgetTransitions(t *testing.T) {
 	healthy.Store(true)
 	send(10) // successes refill the budget
 	healthy.Store(false)
-	send(1) // allowed a retry again, then refused the next
+	clk.Add(time.Minute) // a Window after the exhausted line
+	send(1)              // allowed a retry again, then refused the next
 	out = buf.String()
 	recovered := linesWith(out, `msg="retryhttp: retry budget recovered"`)
 	require.Len(t, recovered, 1, out)
 	assert.Contains(t, recovered[0], "origin="+srv.URL)
 	assert.Less(t, strings.Index(out, "budget exhausted"), strings.Index(out, "budget recovered"))
-	assert.Len(t, linesWith(out, `msg="retryhttp: retry budget exhausted"`), 2, "exhausted again after the recovery")
+	assert.Len(t, linesWith(out, `msg="retryhttp: retry budget exhausted"`), 1, "exhausted again at once: within a Window of the recovery, not written yet")
+
+	clk.Add(time.Minute)
+	send(1) // the next give-up a Window on writes it, with the move it held back
+	out = buf.String()
+	again := linesWith(out, `msg="retryhttp: retry budget exhausted"`)
+	require.Len(t, again, 2, "exhausted again after the recovery")
+	assert.NotContains(t, again[1], "suppressed_changes", "one move, the one written")
+}
+
+// An origin that flaps at the edge of its Budget writes a pair of lines a
+// Window, with the count of the moves between, not a pair a second.
+func TestLogSamplingBudgetFlapping(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		if (n.Add(1)/3)%2 == 0 { // runs of three 503s and three 200s
+			w.WriteHeader(503)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	clk := retrytest.NewClock()
+	budget, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: 4, TokenRatio: 1})
+	require.NoError(t, err)
+	p := fakePolicy(clk)
+	p.Budget = budget
+	var buf bytes.Buffer
+	c := srv.client(&retryhttp.Transport{Policy: p, Logger: logged(&buf)})
+	start := clk.Now()
+	for range 200 {
+		_ = do(t, c, clk, get(t, srv.URL))
+	}
+	elapsed := clk.Now().Sub(start)
+	out := buf.String()
+	lines := func(out string) int {
+		return len(linesWith(out, `msg="retryhttp: retry budget exhausted"`)) + len(linesWith(out, `msg="retryhttp: retry budget recovered"`))
+	}
+	assert.Equal(t, 1, lines(out), "one line in under a Window (%v), however the origin flaps", elapsed)
+	clk.Add(2 * time.Minute)
+	for range 6 {
+		_ = do(t, c, clk, get(t, srv.URL))
+	}
+	out = buf.String()
+	assert.Equal(t, 2, lines(out))
+	counted := linesWith(out, "suppressed_changes=")
+	require.Len(t, counted, 1, out)
+	assert.Regexp(t, `suppressed_changes=[1-9][0-9]+`, counted[0], "the moves between are counted")
 }
 
 // A hold is written once when it starts and once when a normal answer ends
@@ -255,6 +305,7 @@ func TestLogSamplingHoldTransitions(t *testing.T) {
 		assert.Empty(t, linesWith(out, "hold ended"))
 
 		throttle.Store(false)
+		time.Sleep(time.Minute) // a Window after the hold started
 		for range 2 * guard.HoldProbes {
 			send()
 		}
