@@ -86,6 +86,7 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 		return backoff(p, e), "retry budget exhausted; not sent", false
 	}
 	if p.Breaker == nil && p.Throttle == nil {
+		started(p, e)
 		return 0, "", true
 	}
 	c.Start(p.Throttle, p.Breaker)
@@ -99,5 +100,14 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 		}
 		return w, "circuit breaker open; not sent", false
 	}
+	started(p, e)
 	return 0, "", true
+}
+
+// started tells p's Budget that e's first attempt goes, as retry.Do does
+// (a ratio budget counts it); Next tells it of the retries it allows.
+func started(p *retry.Policy, e Entry) {
+	if p.Budget != nil && e.Attempts == 0 {
+		p.Budget.Started()
+	}
 }
