@@ -85,6 +85,10 @@ type item struct {
 	addErr  error
 	out     *outcome // replaced by Redrive
 	err     error    // the last attempt's error, in this process
+	// budgeted says the Policy's Budget has counted e's next attempt
+	// (Budget.Started or Retrying), in this process: Next counts a retry
+	// it allows, and an attempt given back is sent again uncounted.
+	budgeted bool
 	redrive bool     // a Redrive is writing
 	inCall  bool     // counted as running, see callStarted
 	// inCallOwn, counted and dead say where Stats counts the op.

@@ -86,7 +86,6 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 		return backoff(p, e), "retry budget exhausted; not sent", false
 	}
 	if p.Breaker == nil && p.Throttle == nil {
-		started(p, e)
 		return 0, "", true
 	}
 	c.Start(p.Throttle, p.Breaker)
@@ -100,14 +99,17 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 		}
 		return w, "circuit breaker open; not sent", false
 	}
-	started(p, e)
 	return 0, "", true
 }
 
-// started tells p's Budget that e's first attempt goes, as retry.Do does
-// (a ratio budget counts it); Next tells it of the retries it allows.
-func started(p *retry.Policy, e Entry) {
-	if p.Budget != nil && e.Attempts == 0 {
-		p.Budget.Started()
+// countSent tells b that e's next attempt, admitted, goes: a first attempt
+// (Budget.Started) or a retry (Budget.Retrying) that Next did not count,
+// because it refused it for the Budget and the op waited, or because
+// this process did not run the attempt before.
+func countSent(b *guard.Budget, e Entry) {
+	if e.Attempts == 0 {
+		b.Started()
+	} else {
+		b.Retrying()
 	}
 }
