@@ -89,8 +89,8 @@ type item struct {
 	// (Budget.Started or Retrying), in this process: Next counts a retry
 	// it allows, and an attempt given back is sent again uncounted.
 	budgeted bool
-	redrive bool     // a Redrive is writing
-	inCall  bool     // counted as running, see callStarted
+	redrive  bool // a Redrive is writing
+	inCall   bool // counted as running, see callStarted
 	// inCallOwn, counted and dead say where Stats counts the op.
 	inCallOwn, counted, dead bool
 	call                     uint64 // calls started, see callStarted
