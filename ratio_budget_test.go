@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,10 +51,9 @@ func TestHedgeCountsForARatioBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newRatioBudget(t, nil)
 		h := &retry.Hedger{Delay: 10 * time.Millisecond, MaxFraction: 1}
-		n := 0
+		var n atomic.Int32
 		_, err := retry.Hedge(context.Background(), h, func(ctx context.Context) error {
-			n++
-			if n == 1 { // the first is slow: a hedge goes after 10 ms
+			if n.Add(1) == 1 { // the first is slow: a hedge goes after 10 ms
 				select {
 				case <-time.After(time.Second):
 				case <-ctx.Done():
@@ -63,7 +63,7 @@ func TestHedgeCountsForARatioBudget(t *testing.T) {
 			return nil
 		}, retry.Policy{Budget: b})
 		require.NoError(t, err)
-		assert.Equal(t, 2, n)
+		assert.Equal(t, int32(2), n.Load())
 		assert.Equal(t, 1.0, b.Tokens(), "one first attempt and one hedge")
 	})
 }
