@@ -169,6 +169,11 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			return v, &StopError{Stop: t.stop}
 		}
 	}
+	if b := p.Budget; b != nil {
+		if outer := outerLoop(ctx); outer == nil || p.RetryNested || outer.budget != b {
+			b.Started()
+		}
+	}
 	r.h.begin()
 	r.start(callCtx, false, 0)
 	if maxInFlight > 1 && maxAttempts != 1 {
@@ -265,6 +270,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 				(!guarded || g.Admit(r.started+1) == guard.NotRefused) && r.h.allowHedge() {
 				if p.Budget != nil {
 					p.Budget.Failed() // a hedge costs what a retry costs
+					p.Budget.Retrying()
 				}
 				r.start(callCtx, true, r.h.HedgeDelay())
 				if r.inFlight < maxInFlight && r.started != maxAttempts {

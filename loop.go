@@ -62,14 +62,20 @@ func (p Policy) WithDeadline(parent context.Context, d time.Time) (context.Conte
 // sent, as Do asks before each attempt: StopNone, or StopBreakerOpen or
 // StopThrottled with the error Do would return (matching ErrBreakerOpen
 // or ErrThrottled, and last, the latest attempt's error, if any). A nil
-// pr.Guard admits everything.
+// pr.Guard admits everything. When it admits a first attempt
+// (pr.Attempts 0), it tells p's Budget that it goes (Budget.Started), as
+// Do does; Next tells it of the retries. A loop nested in another that
+// shares its Budget should leave Budget out of the inner Policy, or the
+// first attempt counts twice.
 func (p Policy) Admit(pr *Progress, last error) Verdict {
-	if pr.Guard == nil {
-		return Verdict{}
+	if pr.Guard != nil {
+		if r := pr.Guard.Admit(pr.Attempts + 1); r != guard.NotRefused {
+			stop := refusalStop(r)
+			return Verdict{Stop: stop, Err: &StopError{Stop: stop, Attempts: pr.Attempts, Err: last}}
+		}
 	}
-	if r := pr.Guard.Admit(pr.Attempts + 1); r != guard.NotRefused {
-		stop := refusalStop(r)
-		return Verdict{Stop: stop, Err: &StopError{Stop: stop, Attempts: pr.Attempts, Err: last}}
+	if pr.Attempts == 0 && p.Budget != nil {
+		p.Budget.Started()
 	}
 	return Verdict{}
 }

@@ -180,6 +180,9 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 				break
 			}
 		}
+		if n == 1 && budget != nil {
+			budget.Started() // sent: a ratio budget counts it
+		}
 		a := t.next(maxAttempts) // filled in place: a call that succeeds at once copies nothing
 		a.Number, a.Wait, a.Start = n, wait, began
 		err = p.call(opCtx, op)

@@ -152,6 +152,11 @@ func (p *Policy) retryOrStop(ctx context.Context, a *Attempt, d Decision, n int,
 		}
 		return 0, StopDeadline, e
 	}
+	if budget != nil {
+		// Counted as it is decided, not after the wait: callers that fail
+		// together cannot all take a ratio budget's last retry.
+		budget.Retrying()
+	}
 	return wait, StopNone, nil
 }
 

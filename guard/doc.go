@@ -1,6 +1,7 @@
 // Package guard holds the guards that keep a fleet's retries from turning
 // a failing service's trouble into an outage: a [Budget] that limits
-// retries (gRFC A6's token bucket), a [Throttle] that sheds attempts while
+// retries (gRFC A6's token bucket, or a ratio of recent first attempts
+// with a floor, as Finagle's retry budget), a [Throttle] that sheds attempts while
 // the service rejects many (the client-side throttling of Google's SRE
 // book), a [Breaker] that fails calls fast while it is down, and [Holds]
 // that keep every attempt to a target back while it asked for a pause (a

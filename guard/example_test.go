@@ -78,3 +78,27 @@ func ExampleBreaker_Watch() {
 	// open -> half-open
 	// half-open -> closed
 }
+
+// A ratio budget allows retries while they are at most Ratio of the
+// first attempts of the last TTL, plus MinPerSecond a second: here, with
+// no traffic yet, only its floor of 2 retries over 10 s. Do tells it of
+// each first attempt and each retry it makes.
+func ExampleNewBudget_ratio() {
+	clk := retrytest.NewAutoClock()
+	budget, err := guard.NewBudget(guard.BudgetOptions{Ratio: 0.2, MinPerSecond: 0.2, TTL: 10 * time.Second, Clock: clk})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("retries allowed:", budget.Tokens())
+	tr, err := retry.Do(context.Background(), func(context.Context) error {
+		return errors.New("503")
+	}, retry.Policy{MaxAttempts: 5, Budget: budget, Clock: clk})
+	fmt.Println(tr.Attempts(), "attempts:", errors.Is(err, retry.ErrBudgetExhausted))
+
+	_, err = guard.NewBudget(guard.BudgetOptions{Ratio: 0.2, MaxTokens: 10})
+	fmt.Println(errors.Is(err, guard.ErrInvalidOptions))
+	// Output:
+	// retries allowed: 2
+	// 3 attempts: true
+	// true
+}

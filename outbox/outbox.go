@@ -85,8 +85,12 @@ type item struct {
 	addErr  error
 	out     *outcome // replaced by Redrive
 	err     error    // the last attempt's error, in this process
-	redrive bool     // a Redrive is writing
-	inCall  bool     // counted as running, see callStarted
+	// budgeted says the Policy's Budget has counted e's next attempt
+	// (Budget.Started or Retrying), in this process: Next counts a retry
+	// it allows, and an attempt given back is sent again uncounted.
+	budgeted bool
+	redrive  bool // a Redrive is writing
+	inCall   bool // counted as running, see callStarted
 	// inCallOwn, counted and dead say where Stats counts the op.
 	inCallOwn, counted, dead bool
 	call                     uint64 // calls started, see callStarted

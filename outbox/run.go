@@ -113,7 +113,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 // error only when the journal fails, which stops Run.
 func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	o.mu.Lock()
-	e := p.e
+	e, budgeted := p.e, p.budgeted
 	o.mu.Unlock()
 	now := o.clock.Now()
 	pol := o.policyFor(e.Op.Kind)
@@ -130,6 +130,12 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	defer gc.Abandon() // an attempt that does not end in a verdict counts as nothing
 	if w, why, ok := o.admit(&gc, &pol, e, now); !ok {
 		return o.snooze(ctx, p, e, now.Add(w), why, nil)
+	}
+	if !budgeted && pol.Budget != nil {
+		countSent(pol.Budget, e)
+		o.mu.Lock()
+		p.budgeted = true
+		o.mu.Unlock()
 	}
 
 	// The count is durable before the call, so that a crash cannot hide it.
@@ -187,6 +193,9 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	step.Breaker = nil
 	v := step.Next(ctx, &a, &pr)
 	gc.End()
+	o.mu.Lock()
+	p.budgeted = v.Stop == retry.StopNone // Next counted the retry it allowed; one it refused is counted when sent
+	o.mu.Unlock()
 	o.noteHold(e.Op.Kind, end, v.Decision)
 	why := reason(a.Reason, "error")
 	switch v.Stop {

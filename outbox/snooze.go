@@ -101,3 +101,15 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 	}
 	return 0, "", true
 }
+
+// countSent tells b that e's next attempt, admitted, goes: a first attempt
+// (Budget.Started) or a retry (Budget.Retrying) that Next did not count,
+// because it refused it for the Budget and the op waited, or because
+// this process did not run the attempt before.
+func countSent(b *guard.Budget, e Entry) {
+	if e.Attempts == 0 {
+		b.Started()
+	} else {
+		b.Retrying()
+	}
+}

@@ -2,48 +2,81 @@ package retryconfig
 
 import (
 	"strings"
+	"time"
 
 	"github.com/stormguard/retry/guard"
 )
 
-// budgetParams are the fields of a member of "budgets": the arguments of
-// retry.NewBudget.
+// budgetParams are the fields of a member of "budgets", those of
+// guard.BudgetOptions but its Clock: a token bucket's (maxTokens,
+// tokenRatio) or a ratio budget's (ratio, minPerSecond, ttl). A field left
+// out is zero, which stands for guard's default.
 type budgetParams struct {
 	maxTokens, tokenRatio float64
+	ratio, minPerSecond   float64
+	ttl                   time.Duration
 }
 
-// budgetKind reads the members of "budgets". A field left out has the
-// default of the zero guard.Budget, which NewBudget cannot be given as
-// zero.
+func (b budgetParams) options() guard.BudgetOptions {
+	return guard.BudgetOptions{MaxTokens: b.maxTokens, TokenRatio: b.tokenRatio, Ratio: b.ratio, MinPerSecond: b.minPerSecond, TTL: b.ttl}
+}
+
+// budgetFields set each field of budgetParams from its value.
+var budgetFields = map[string]func(*budgetParams, *value) error{
+	"maxTokens":    func(b *budgetParams, v *value) (err error) { b.maxTokens, err = number(v); return err },
+	"tokenRatio":   func(b *budgetParams, v *value) (err error) { b.tokenRatio, err = number(v); return err },
+	"ratio":        func(b *budgetParams, v *value) (err error) { b.ratio, err = number(v); return err },
+	"minPerSecond": func(b *budgetParams, v *value) (err error) { b.minPerSecond, err = number(v); return err },
+	"ttl":          func(b *budgetParams, v *value) (err error) { b.ttl, err = durationJSON(v); return err },
+}
+
+// budgetKind reads the members of "budgets". A budget with ratio,
+// minPerSecond or ttl is a ratio budget, any other a token bucket; the
+// two kinds' fields do not mix, which guard.NewBudget checks.
 var budgetKind = guardKind[budgetParams, guard.Budget]{
 	name: "budgets",
 	one:  "budget",
-	zero: budgetParams{maxTokens: 10, tokenRatio: 0.1},
-	set: func(b *budgetParams, key string, v *value) (err error) {
-		switch key {
-		case "maxTokens":
-			b.maxTokens, err = number(v)
-		case "tokenRatio":
-			b.tokenRatio, err = number(v)
-		default:
-			err = errorf("unknown field (want maxTokens or tokenRatio)")
+	set: func(b *budgetParams, key string, v *value) error {
+		set, ok := budgetFields[key]
+		if !ok {
+			return errorf("unknown field (want maxTokens, tokenRatio, ratio, minPerSecond or ttl)")
 		}
-		return err
+		var one budgetParams
+		if err := set(&one, v); err != nil {
+			return err
+		}
+		switch key {
+		case "maxTokens", "tokenRatio":
+			// gRFC A6's retryThrottling has no default: a zero written is
+			// an error. The other checks are the whole budget's, below.
+			if one == (budgetParams{}) {
+				return errorf("0 is not a positive finite number")
+			}
+		default:
+			// A ratio budget's field alone, checked by guard as a
+			// throttle's is.
+			if one == (budgetParams{}) {
+				return errZeroDefault
+			}
+			if _, err := guard.NewBudget(one.options()); err != nil {
+				return optionError(err, "BudgetOptions."+budgetGoName(key))
+			}
+		}
+		return set(b, v)
 	},
 	build: newBudget,
 }
 
-func newBudget(b budgetParams) (*guard.Budget, error) {
-	// A document gives both numbers or leaves them out (budgetKind.zero):
-	// a zero written is an error, not guard.BudgetOptions' default, as
-	// gRFC A6's retryThrottling has none. The other rules are guard's.
-	switch {
-	case b.maxTokens == 0:
-		return nil, errorf("maxTokens 0 is not a positive finite number")
-	case b.tokenRatio == 0:
-		return nil, errorf("tokenRatio 0 is not a positive finite number")
+// budgetGoName is the option of guard.BudgetOptions a field stands for.
+func budgetGoName(field string) string {
+	if field == "ttl" {
+		return "TTL"
 	}
-	nb, err := guard.NewBudget(guard.BudgetOptions{MaxTokens: b.maxTokens, TokenRatio: b.tokenRatio})
+	return goName(field)
+}
+
+func newBudget(b budgetParams) (*guard.Budget, error) {
+	nb, err := guard.NewBudget(b.options())
 	if err != nil {
 		return nil, errorf("%s", budgetWords.Replace(strings.TrimPrefix(err.Error(), guard.ErrInvalidOptions.Error()+": ")))
 	}
@@ -51,14 +84,16 @@ func newBudget(b budgetParams) (*guard.Budget, error) {
 }
 
 // budgetWords names guard.BudgetOptions' fields as a document does.
-var budgetWords = strings.NewReplacer("BudgetOptions.MaxTokens", "maxTokens", "BudgetOptions.TokenRatio", "tokenRatio", "MaxTokens", "maxTokens")
+var budgetWords = strings.NewReplacer("BudgetOptions.MaxTokens", "maxTokens", "BudgetOptions.TokenRatio", "tokenRatio",
+	"MaxTokens", "maxTokens", "TokenRatio", "tokenRatio", "Ratio", "ratio", "MinPerSecond", "minPerSecond", "TTL", "ttl")
 
-// appendBudget writes a member of "budgets", both fields always.
+// appendBudget writes a member of "budgets", its fields at zero left out.
 func appendBudget(b []byte, p budgetParams) []byte {
 	w := fields{b: append(b, '{')}
-	w.key("maxTokens")
-	w.b = appendFloat(w.b, p.maxTokens)
-	w.key("tokenRatio")
-	w.b = appendFloat(w.b, p.tokenRatio)
+	w.float("maxTokens", p.maxTokens)
+	w.float("tokenRatio", p.tokenRatio)
+	w.float("ratio", p.ratio)
+	w.float("minPerSecond", p.minPerSecond)
+	w.duration("ttl", p.ttl)
 	return append(w.b, '}')
 }

@@ -35,6 +35,11 @@
 //
 // A budget is a [guard.Budget] that every policy naming it shares, so that
 // payments' retries stop when payments is failing, whatever the call type.
+// Its fields are those of [guard.BudgetOptions] in lowerCamel case: a
+// token bucket's maxTokens and tokenRatio (gRFC A6), or a ratio budget's
+// ratio, minPerSecond and ttl (a duration), as in
+// {"ratio": 0.2, "minPerSecond": 10, "ttl": "10s"}; the two kinds do not
+// mix. A field left out has guard's default; a 0 written out is an error.
 // Breakers and throttles are declared and shared the same way:
 //
 //	"breakers": {

@@ -22,6 +22,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"policies": {"h": {"hedging": {"maxAttempts": 9, "nonFatalStatusCodes": [1, "ABORTED"]}}}}`))
 	f.Add([]byte(`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2}}], "x": [1, "\u00e9", {"a": null}]}`))
 	f.Add([]byte(`{"budgets": {"b": {"maxTokens": 1e308, "tokenRatio": 1e-300}}, "policies": {"p": {"budget": "b"}}}`))
+	f.Add([]byte(`{"budgets": {"r": {"ratio": 0.2, "minPerSecond": 10, "ttl": "10s"}}, "policies": {"p": {"budget": "r"}}}`))
+	f.Add([]byte(`{"budgets": {"r": {"ratio": 1e3, "minPerSecond": 1e-300, "ttl": "24h"}, "m": {"ttl": "1s", "maxTokens": 5}}}`))
 	f.Add([]byte(`{},`))
 	f.Add([]byte(guardsDoc))
 	f.Add([]byte(`{"breakers": {"b": {"window": "20ms", "countAttempts": false}}, "throttles": {"t": {"k": 1e3}}, "policies": {"p": {"breaker": "b", "throttle": "t"}}}`))

@@ -124,6 +124,16 @@ func parseThrottling(c *Config, v *value, p *problems) {
 			return
 		}
 	}
+	// Both fields are required (gRFC A6): one left out is no default.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"maxTokens", b.maxTokens}, {"tokenRatio", b.tokenRatio}} {
+		if f.v == 0 {
+			p.add(path, false, "%s 0 is not a positive finite number", f.name)
+			return
+		}
+	}
 	nb, err := newBudget(b)
 	if err != nil {
 		p.add(path, false, "%v", err)

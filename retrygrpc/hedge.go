@@ -196,6 +196,13 @@ func (hc *hedgedCall) race(loop context.Context) error {
 	send := func() {
 		hc.sent++
 		running++
+		if hc.budget != nil { // a ratio budget counts what is sent: the first copy, then the hedges AllowAnother let go
+			if hc.sent == 1 {
+				hc.budget.Started()
+			} else {
+				hc.budget.Retrying()
+			}
+		}
 		cp := &hedgeCopy{n: hc.sent}
 		if hc.streamed != nil {
 			go hc.streamed.send(ctx, cp, results)

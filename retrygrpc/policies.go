@@ -29,7 +29,8 @@ import (
 // and one that says wait n ms sends the next n ms later and holds the
 // target back (see [WithoutHold]), whose hold the first copy waits for as
 // any first attempt does; a Budget (retryThrottling) lets a copy after the first go only
-// while it holds more than half its tokens, and counts each copy's outcome.
+// while it allows a retry (a token bucket over half full), and counts each
+// copy: its outcome for a token bucket, each copy sent for a ratio budget.
 // Each copy carries grpc-previous-rpc-attempts, and gets the whole call's
 // MaxElapsed and deadline. The call returns once every copy has answered or
 // been cancelled. The header, trailer and peer that the caller asks for

@@ -21,7 +21,8 @@ import (
 // control is what a row puts in the callers' shared Policy.
 type control struct {
 	Name     string
-	Budget   bool
+	Budget   bool                   // the A6 token bucket, the zero Budget's size
+	Ratio    *guard.BudgetOptions   // a ratio budget instead, on the simulator's clock; nil: none
 	Throttle *guard.ThrottleOptions // nil: no Throttle
 	Breaker  *guard.BreakerOptions  // nil: no Breaker
 }
@@ -67,6 +68,7 @@ type bucket struct {
 	Succeeded   int // of those, calls that succeeded
 	Throttled   int // of those, calls the Throttle stopped
 	BreakerOpen int // of those, calls the Breaker stopped
+	Budgeted    int // of those, calls the Budget stopped
 	Sent        int // attempts that reached the backend in the bucket
 	Accepted    int // of those, attempts the backend served
 	RejectP     float64
@@ -105,6 +107,13 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 	var err error
 	if c.Budget {
 		p.Budget, _ = guard.NewBudget(guard.BudgetOptions{MaxTokens: 10, TokenRatio: 0.1}) // the zero Budget's size
+	}
+	if c.Ratio != nil {
+		o := *c.Ratio
+		o.Clock = s
+		if p.Budget, err = guard.NewBudget(o); err != nil {
+			return guardRun{}, fmt.Errorf("%s: %w", c.Name, err)
+		}
 	}
 	if c.Throttle != nil {
 		o := *c.Throttle
@@ -186,6 +195,8 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 			b.Throttled++
 		case errors.Is(err, retry.ErrBreakerOpen):
 			b.BreakerOpen++
+		case errors.Is(err, retry.ErrBudgetExhausted):
+			b.Budgeted++
 		}
 	}
 	// Each caller is a goroutine that sleeps between its calls: one

@@ -8,16 +8,18 @@ import (
 
 // guardsConfig says which guarded scenarios to run, and how big.
 type guardsConfig struct {
-	Outage, Overload, Light, Probes, Logs bool
+	Outage, Overload, Light, LowTraffic, Probes, Logs bool
 
 	Seed    uint64
 	Clients int // callers of the hard outage, overload, light failure and breaker scenarios
 	LogRate int // requests per second of the log scenario's first minute
-	Runs    int // runs per row of the hard outage and the overload
+	Runs    int // runs per row of the hard outage, the overload and low traffic
 }
 
 // any reports whether c runs a scenario at all.
-func (c guardsConfig) any() bool { return c.Outage || c.Overload || c.Light || c.Probes || c.Logs }
+func (c guardsConfig) any() bool {
+	return c.Outage || c.Overload || c.Light || c.LowTraffic || c.Probes || c.Logs
+}
 
 // runGuards runs the guarded scenarios c asks for, prints their tables to
 // stdout and writes their CSV files and charts into dir.
@@ -65,6 +67,14 @@ func runGuards(c guardsConfig, stdout, stderr io.Writer, dir string) error {
 			return fmt.Errorf("light failure: %w", err)
 		}
 		writeLightTable(stdout, l, rows)
+	}
+	if c.LowTraffic {
+		l := lowTrafficLoad(c.Seed) // its 10 callers are the point: -guard-clients does not size it
+		rows, err := simulateLowTraffic(l, lowTrafficControls(), c.Runs)
+		if err != nil {
+			return fmt.Errorf("low traffic: %w", err)
+		}
+		writeLowTrafficTable(stdout, l, rows, c.Runs)
 	}
 	if c.Probes {
 		l := sized(probeLoad(c.Seed))

@@ -39,10 +39,12 @@ func outageRows(t *testing.T, controls ...control) map[string]outageRow {
 // Every row recovers within its target once the backend heals.
 func TestHardOutageTargets(t *testing.T) {
 	t.Parallel()
-	rows := outageRows(t, noControl, budgetOnly, budgetThrottle, budgetBreaker, budgetThrottleTight)
+	rows := outageRows(t, noControl, budgetOnly, ratioOnly, budgetThrottle, budgetBreaker, budgetThrottleTight)
 
 	assert.InDelta(t, 3, rows[noControl.Name].PerCall, 0.05, "no control: every call sends its 3 attempts")
 	assert.InDelta(t, 1, rows[budgetOnly.Name].PerCall, 0.01, "a Budget alone: about one attempt per call")
+	// 100 calls/s: 20% of them and 10 a second may be retried, 1.3 attempts a call.
+	assert.InDelta(t, 1.3, rows[ratioOnly.Name].PerCall, 0.03, "a ratio Budget alone: Ratio and the floor")
 	assert.LessOrEqual(t, rows[budgetBreaker.Name].PerCall, 0.1, "Budget + Breaker")
 	assert.LessOrEqual(t, rows[budgetThrottleTight.Name].PerCall, 0.1, "Budget + Throttle with MaxReject 0.91")
 	assert.InDelta(t, 0.1, rows[budgetThrottle.Name].PerCall, 0.03, "Budget + Throttle: 1 − MaxReject")

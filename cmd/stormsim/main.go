@@ -6,9 +6,10 @@
 // and come back to a server with little capacity, for each jitter, with and
 // without a shared retry budget. Scenario B is the optimistic-concurrency
 // experiment of the AWS Architecture Blog post "Exponential Backoff And
-// Jitter" (2015). The guarded scenarios (outage, overload, light, probes,
-// logs) put a shared Budget, Throttle or Breaker in front of a backend that
-// is down, overloaded or slightly flaky, and run every call through a real
+// Jitter" (2015). The guarded scenarios (outage, overload, light,
+// lowtraffic, probes, logs) put a shared Budget, Throttle or Breaker in
+// front of a backend that is down, overloaded or slightly flaky, or that
+// sees 10 calls an hour, and run every call through a real
 // retry.Do in virtual time; logs sends a failing origin's requests through
 // a retryhttp.Transport with a sampled Logger. Nothing sleeps: a run is a
 // loop over an event queue, and the same seed gives the same numbers (the
@@ -20,7 +21,7 @@
 //	go run . -scenario a -clients 50 -outage 2s
 //	go run . -scenario b -n 10:100:10 -runs 20
 //	go run . -out ../../docs/stormsim
-//	go run . -scenario guards -out ../../docs/stormsim   # outage, overload, light, probes, logs
+//	go run . -scenario guards -out ../../docs/stormsim   # outage, overload, light, lowtraffic, probes, logs
 package main
 
 import (
@@ -53,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	a, b := defaultStorm(), defaultContention()
 	fs := flag.NewFlagSet("stormsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "all", "which scenarios to run, comma-separated: a, b, outage, overload, light, probes, logs, guards (the last five) or all")
+	scenario := fs.String("scenario", "all", "which scenarios to run, comma-separated: a, b, outage, overload, light, lowtraffic, probes, logs, guards (the last six) or all")
 	out := fs.String("out", "out", "folder for the CSV files and the charts (created if missing)")
 	seed := fs.Uint64("seed", 1, "seed of the random streams; the same seed gives the same numbers")
 	runs := fs.Int("runs", 100, "runs per row (A) and per N and strategy (B)")
@@ -67,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ns := fs.String("n", "10:190:10", "B: client counts, as from:to:step or a comma-separated list")
 	fs.IntVar(&b.Workers, "workers", b.Workers, "B: goroutines that share the runs (results do not depend on it)")
 	g := guardsConfig{Clients: 1000, LogRate: 10_000, Runs: 5}
-	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload: runs per row, seeds seed..seed+runs-1 (their mean is shown)")
+	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload, lowtraffic: runs per row, seeds seed..seed+runs-1 (their mean, or sum, is shown)")
 	fs.IntVar(&g.Clients, "guard-clients", g.Clients, "outage, overload, light, probes: callers sharing one Policy")
 	fs.IntVar(&g.LogRate, "log-rate", g.LogRate, "logs: failing requests per second in the first minute")
 	if err := fs.Parse(args); err != nil {
@@ -94,17 +95,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 			g.Overload = true
 		case "light":
 			g.Light = true
+		case "lowtraffic":
+			g.LowTraffic = true
 		case "probes":
 			g.Probes = true
 		case "logs":
 			g.Logs = true
 		case "guards":
-			g.Outage, g.Overload, g.Light, g.Probes, g.Logs = true, true, true, true, true
+			g.Outage, g.Overload, g.Light, g.LowTraffic, g.Probes, g.Logs = true, true, true, true, true, true
 		case "all":
 			doA, doB = true, true
-			g.Outage, g.Overload, g.Light, g.Probes, g.Logs = true, true, true, true, true
+			g.Outage, g.Overload, g.Light, g.LowTraffic, g.Probes, g.Logs = true, true, true, true, true, true
 		default:
-			return fmt.Errorf("-scenario %q: want a comma-separated list of a, b, outage, overload, light, probes, logs, guards, all", *scenario)
+			return fmt.Errorf("-scenario %q: want a comma-separated list of a, b, outage, overload, light, lowtraffic, probes, logs, guards, all", *scenario)
 		}
 	}
 	if g.Clients < 1 || g.LogRate < 1 || g.Runs < 1 {

@@ -56,7 +56,7 @@ func TestRunGuards(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run([]string{"-scenario", "guards", "-guard-clients", "50", "-log-rate", "20", "-guard-runs", "2", "-out", dir}, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
-	for _, title := range []string{"Hard outage.", "Overload.", "Light failure.", "Breaker with retries.", "Logs during an outage."} {
+	for _, title := range []string{"Hard outage.", "Overload.", "Light failure.", "Low traffic.", "Breaker with retries.", "Logs during an outage."} {
 		assert.Contains(t, stdout.String(), title)
 	}
 	for _, c := range guardControls() {

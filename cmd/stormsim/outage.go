@@ -27,8 +27,10 @@ func outageLoad(seed uint64) load {
 // constants of three other libraries fed to this library's Throttle (see
 // compare.go).
 var (
-	noControl      = control{Name: "no control"}
-	budgetOnly     = control{Name: "Budget", Budget: true}
+	noControl  = control{Name: "no control"}
+	budgetOnly = control{Name: "Budget", Budget: true}
+	// ratioOnly is a ratio budget with Finagle's RetryBudget defaults.
+	ratioOnly      = control{Name: "ratio Budget (0.2, 10/s, 10s)", Ratio: &guard.BudgetOptions{Ratio: 0.2, MinPerSecond: 10, TTL: 10 * time.Second}}
 	budgetThrottle = control{Name: "Budget + Throttle", Budget: true, Throttle: &guard.ThrottleOptions{}}
 	budgetBreaker  = control{Name: "Budget + Breaker", Budget: true, Breaker: &guard.BreakerOptions{}}
 	// budgetThrottleTight sheds a little more than the defaults: enough
@@ -41,7 +43,7 @@ var (
 
 // guardControls are the rows of the hard outage and the overload.
 func guardControls() []control {
-	return append([]control{noControl, budgetOnly, budgetThrottle, budgetBreaker, budgetThrottleTight, allGuards}, comparedControls()...)
+	return append([]control{noControl, budgetOnly, ratioOnly, budgetThrottle, budgetBreaker, budgetThrottleTight, allGuards}, comparedControls()...)
 }
 
 // outageRow sums up one control in the hard outage.
