@@ -92,7 +92,7 @@ type Breaker struct {
 	width         int64 // of a bucket of w; zero in the zero Breaker, which has the defaults
 
 	state     atomic.Uint64 // generation<<2 | BreakerState: each change of state makes a new generation
-	openUntil atomic.Int64  // UnixNano on clk, while open
+	openUntil atomic.Int64  // coarse.Nanos on clk, while open
 	probesOut atomic.Int64  // probes left to admit in this half-open generation
 	probesOK  atomic.Int64  // probes that succeeded in it
 	mu        sync.Mutex    // serializes changes of state
@@ -115,7 +115,7 @@ func (b *Breaker) changed(s, next uint64) {
 		return
 	}
 	if BreakerState(next&3) == BreakerOpen {
-		afterFunc(b.clk, time.Unix(0, b.openUntil.Load()), func() { b.State() })
+		afterFunc(b.clk, b.openUntil.Load(), func() { b.State() })
 	}
 	ws.tell(Change{Key: b.key, Breaker: true, From: BreakerState(s & 3), To: BreakerState(next & 3)})
 }
@@ -179,16 +179,16 @@ func (b *Breaker) now() time.Time {
 // clock.
 func (b *Breaker) nowNs() int64 {
 	if b.coarse != nil { // set only on the real clock
-		return b.coarse.UnixNano()
+		return b.coarse.Nanos()
 	}
-	return now(b.clk).UnixNano()
+	return coarse.Nanos(now(b.clk))
 }
 
 // State returns the breaker's state now. An open breaker whose OpenFor has
 // passed is half-open, whether or not a call has come since.
 func (b *Breaker) State() BreakerState {
 	s := b.state.Load()
-	if BreakerState(s&3) == BreakerOpen && now(b.clk).UnixNano() >= b.openUntil.Load() {
+	if BreakerState(s&3) == BreakerOpen && coarse.Nanos(now(b.clk)) >= b.openUntil.Load() {
 		s = b.halfOpen(s)
 	}
 	return BreakerState(s & 3)
@@ -200,7 +200,7 @@ func (b *Breaker) HalfOpensAt() time.Time {
 	if BreakerState(b.state.Load()&3) != BreakerOpen {
 		return time.Time{}
 	}
-	return time.Unix(0, b.openUntil.Load())
+	return coarse.Time(b.openUntil.Load())
 }
 
 // halfOpen moves the breaker from the open state s to half-open, if it is
@@ -228,7 +228,7 @@ func (b *Breaker) moveFrom(s uint64, to BreakerState, at time.Time) {
 		return
 	}
 	if to == BreakerOpen {
-		b.openUntil.Store(addNs(at.UnixNano(), b.params().openFor))
+		b.openUntil.Store(addNs(coarse.Nanos(at), b.params().openFor))
 	} else {
 		b.w.reset()
 	}
@@ -251,7 +251,7 @@ func (b *Breaker) admit() (ticket, bool) {
 		return ticket{state: s}, true
 	}
 	if BreakerState(s&3) == BreakerOpen {
-		if b.now().UnixNano() < b.openUntil.Load() {
+		if coarse.Nanos(b.now()) < b.openUntil.Load() {
 			return ticket{}, false
 		}
 		s = b.halfOpen(s)
@@ -345,7 +345,7 @@ func (b *Breaker) recordSlow(tk ticket, outcome Outcome, ns int64) {
 	if outcome == OutcomeNone || b.state.Load() != tk.state {
 		return // the breaker has moved on since this call began
 	}
-	at := time.Unix(0, ns)
+	at := coarse.Time(ns)
 	if ns == 0 {
 		at = b.now()
 	}

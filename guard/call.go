@@ -87,7 +87,7 @@ type Call struct {
 	outcome  Outcome // of the latest attempt
 	mayProbe bool    // a deferred End or Abandon holds the call: Admit may take a half-open probe
 	restart  bool    // Admit refused a probe for want of mayProbe
-	at       int64   // when the throttle counted the latest attempt, UnixNano
+	at       int64   // when the throttle counted the latest attempt, coarse.Nanos
 	epoch    int64   // of at in the throttle's window
 }
 
@@ -155,7 +155,7 @@ func (c *Call) Admit(n int) Refusal {
 		// fast paths inline here, which saves an allowed attempt three
 		// calls.
 		if th.coarse != nil {
-			c.at = th.coarse.UnixNano()
+			c.at = th.coarse.Nanos()
 		} else {
 			c.at = th.nowNs()
 		}

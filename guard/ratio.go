@@ -84,9 +84,9 @@ func newRatioBudget(o BudgetOptions, c *coarse.Clock) *ratioBudget {
 // nowNs is the time, in UnixNano, on the budget's clock.
 func (r *ratioBudget) nowNs() int64 {
 	if r.coarse != nil {
-		return r.coarse.UnixNano()
+		return r.coarse.Nanos()
 	}
-	return r.clk.Now().UnixNano()
+	return coarse.Nanos(r.clk.Now())
 }
 
 // count counts an attempt sent now: a retry (retry 1) or a first attempt
@@ -98,7 +98,7 @@ func (r *ratioBudget) count(retry uint64) {
 // counts returns the first attempts and the retries of the window that
 // ends now.
 func (r *ratioBudget) counts() (firsts, retries float64) {
-	total, marked := r.w.sum(time.Unix(0, r.nowNs()), r.width)
+	total, marked := r.w.sum(coarse.Time(r.nowNs()), r.width)
 	return float64(total - marked), float64(marked)
 }
 

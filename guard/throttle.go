@@ -152,9 +152,9 @@ func NewThrottle(o ThrottleOptions) (*Throttle, error) {
 // clock's, or the real one's, read once per tick.
 func (t *Throttle) nowNs() int64 {
 	if t.coarse != nil { // set only on the real clock
-		return t.coarse.UnixNano()
+		return t.coarse.Nanos()
 	}
-	return now(t.clk).UnixNano()
+	return coarse.Nanos(now(t.clk))
 }
 
 // RejectProbability returns the probability with which the Throttle
@@ -193,7 +193,7 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 // bucket (see answered): one atomic add per attempt, not two.
 func (t *Throttle) allowSlow(ns, e int64) bool {
 	k, maxReject, minRequests, width := t.params()
-	at := time.Unix(0, ns)
+	at := coarse.Time(ns)
 	requests, accepts := t.w.sum(at, width)
 	var p float64
 	if r := float64(requests); r <= k*float64(accepts) {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/coarse"
 )
 
 // MaxWatchers bounds the watchers of one guard (a Breaker, a Throttle, or
@@ -136,12 +138,12 @@ func lazyWatchers(p *atomic.Pointer[watchers]) *watchers {
 // afterFunc calls f at t on clk. On the real clock that is a runtime timer,
 // with no goroutine until it fires; an injected clock has only contexts to
 // offer (see [Clock]), and context.AfterFunc waits on one with a goroutine.
-func afterFunc(clk Clock, t time.Time, f func()) {
+func afterFunc(clk Clock, ns int64, f func()) {
 	if clk == nil {
-		time.AfterFunc(time.Until(t), f)
+		time.AfterFunc(time.Duration(ns-coarse.Nanos(time.Now())), f)
 		return
 	}
-	ctx, cancel := clk.WithDeadline(context.Background(), t)
+	ctx, cancel := clk.WithDeadline(context.Background(), coarse.Time(ns))
 	context.AfterFunc(ctx, func() {
 		cancel()
 		f()

@@ -3,6 +3,8 @@ package guard
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/stormguard/retry/internal/coarse"
 )
 
 // windowBuckets is how many buckets a sliding window is cut into: the
@@ -32,7 +34,7 @@ func bucketWidth(span time.Duration) int64 { return max(int64(span)/windowBucket
 
 // epoch returns the epoch of time t: which width-long slice of time it is
 // in.
-func (w *window) epoch(t time.Time, width int64) int64 { return w.epochNs(t.UnixNano(), width) }
+func (w *window) epoch(t time.Time, width int64) int64 { return w.epochNs(coarse.Nanos(t), width) }
 
 // epochNs is epoch for a time in UnixNano.
 func (w *window) epochNs(ns, width int64) int64 {
@@ -40,6 +42,9 @@ func (w *window) epochNs(ns, width int64) int64 {
 		return e
 	}
 	e := ns / width
+	if ns%width < 0 { // before coarse's origin: round down, as for a time after it
+		e--
+	}
 	w.last.Store(e)
 	return e
 }
@@ -74,8 +79,15 @@ func (w *window) addCur(e int64, delta uint64) bool {
 func (w *window) addNew(e int64, delta uint64) {
 	b := &w.buckets[uint64(e)%windowBuckets]
 	if old := b.epoch.Load(); old != e {
-		if old > e || !b.epoch.CompareAndSwap(old, e) {
-			if old > e { // a late write for a bucket already reused: drop it
+		if old > e && old-e < windowBuckets { // a late write for a bucket already reused: drop it
+			return
+		}
+		// A bucket a whole window or more in the future is from before
+		// the clock stepped back (a fake clock set back; the real one
+		// counts on its monotonic reading): never trust it, take it over,
+		// or every count would be dropped until the clock caught up.
+		if !b.epoch.CompareAndSwap(old, e) {
+			if b.epoch.Load() > e {
 				return
 			}
 			b.counts.Add(delta) // another writer reset it

@@ -7,6 +7,7 @@
 package coarse
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -25,6 +26,7 @@ type Clock struct {
 	Tick time.Duration
 
 	ns     atomic.Int64 // the time read, UnixNano
+	mono   atomic.Int64 // the same, as Nanos
 	fresh  atomic.Bool  // ns is less than a tick old
 	expire atomic.Pointer[func()]
 }
@@ -37,6 +39,7 @@ func (c *Clock) Now() time.Time {
 	}
 	t := time.Now()
 	c.ns.Store(t.UnixNano())
+	c.mono.Store(Nanos(t))
 	if c.fresh.CompareAndSwap(false, true) {
 		f := c.expire.Load()
 		if f == nil { // made once: a method value would allocate per tick
@@ -60,6 +63,47 @@ func (c *Clock) UnixNano() int64 {
 
 // read is UnixNano between ticks, kept out of it so that it inlines.
 func (c *Clock) read() int64 { return c.Now().UnixNano() }
+
+// Nanos is Nanos(Now()) without building a time.Time: the time on the
+// monotonic clock, for counts in windows that a step of the wall clock
+// must not move.
+func (c *Clock) Nanos() int64 {
+	if c.fresh.Load() {
+		return c.mono.Load()
+	}
+	c.Now()
+	return c.mono.Load()
+}
+
+// base is the origin of Nanos: a reading with a monotonic part, made once,
+// and never changed.
+var base = time.Now()
+
+// baseWall is base in UnixNano.
+var baseWall = base.UnixNano()
+
+// Nanos returns t as nanoseconds since a fixed instant of this process.
+// For a time of the real clock (time.Now, which has a monotonic reading)
+// it is measured on the monotonic clock, so that a wall clock stepped back
+// or forward (NTP, a VM's resume, an operator) moves no window, lease or
+// OpenFor; for a time without one (a fake clock's, a time from Round(0),
+// testing/synctest's) on the wall clock, as UnixNano is. Times more than
+// 292 years from now saturate.
+func Nanos(t time.Time) int64 { return int64(t.Sub(base)) }
+
+// Time is the wall time of a Nanos value, as time.Unix(0, ns) is of a
+// UnixNano one: for a time of the real clock, the wall time it would have
+// been had the wall clock not been stepped since the process started. It
+// has no monotonic reading.
+func Time(ns int64) time.Time {
+	switch {
+	case baseWall > 0 && ns > math.MaxInt64-baseWall:
+		return time.Unix(0, math.MaxInt64)
+	case baseWall < 0 && ns < math.MinInt64-baseWall:
+		return time.Unix(0, math.MinInt64)
+	}
+	return time.Unix(0, baseWall+ns)
+}
 
 func (c *Clock) tick() time.Duration {
 	if c.Tick <= 0 || c.Tick > MaxTick {
