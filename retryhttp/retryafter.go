@@ -81,7 +81,7 @@ func isDigits(s string) bool {
 // millisecond; else, on any status, Retry-After. A header that is
 // malformed, or sent twice with different values, gives way to the next.
 func retryAfterOf(status int, h http.Header, now time.Time, limit time.Duration) (time.Duration, bool) {
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	if refusal(status) {
 		for _, key := range [...]string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
 			if v, ok := oneValue(h[key]); ok {
 				if d, ok := ParseRetryAfterMillis(v, limit); ok {
