@@ -86,8 +86,9 @@ type Transport struct {
 	AttemptHeader string
 
 	// Hold says what happens to new attempts to a host that answered 429
-	// or 503 with a Retry-After: they wait until then, fail at once, or are
-	// sent as if nothing were known [HoldWait]. See [HoldMode].
+	// or 503 with a Retry-After, or whose quota is used up (see Quota):
+	// they wait until then, fail at once, or are sent as if nothing were
+	// known [HoldWait]. See [HoldMode].
 	Hold HoldMode
 
 	// MaxRetryAfter is the longest Retry-After the Transport waits for [1m].
