@@ -18,8 +18,9 @@ const maxPaced = 1024
 // pacer spaces out the requests to each origin whose last response said
 // how many requests are left (R) and when the quota resets (T): one every
 // T/R at most, until then (QuotaSpread). A request takes the next free
-// turn with one compare-and-swap; the map is read without a lock. Every
-// turn is at most MaxRetryAfter away, and a pace ends with its window.
+// turn with one compare-and-swap; the map is read without a lock. No
+// request waits more than MaxRetryAfter for its turn, and a pace ends with
+// its window.
 type pacer struct {
 	n atomic.Int32 // origins kept; 0 lets requests skip the map
 	m sync.Map     // origin → *pace
@@ -64,8 +65,8 @@ func (p *pacer) set(origin string, now time.Time, q QuotaState) {
 
 // turn takes origin's next turn at now, and returns how long to wait for
 // it: 0 for an origin not paced, or whose pace has ended. It returns a
-// *guard.HeldError, taking no turn, when the turn is later than deadline
-// (if set) or when failFast forbids any wait.
+// *guard.HeldError, taking no turn, when the turn is more than limit away,
+// later than deadline (if set), or when failFast forbids any wait.
 func (p *pacer) turn(origin string, now time.Time, limit time.Duration, deadline time.Time, failFast bool) (time.Duration, error) {
 	if p.n.Load() == 0 {
 		return 0, nil
@@ -84,9 +85,12 @@ func (p *pacer) turn(origin string, now time.Time, limit time.Duration, deadline
 			}
 			return 0, nil
 		}
-		slot := min(max(next, t), t+int64(limit))
+		slot := max(next, t)
 		wait := time.Duration(slot - t)
-		if wait > 0 && (failFast || !deadline.IsZero() && deadline.UnixNano() < slot) {
+		if wait > 0 && (failFast || wait > limit || !deadline.IsZero() && deadline.UnixNano() < slot) {
+			// Not a turn capped at limit: the requests past it would
+			// all go at once, at the cap, as the burst pacing is for
+			// avoiding. Past it, the server has no quota for them.
 			return 0, &guard.HeldError{Left: wait}
 		}
 		if pa.next.CompareAndSwap(next, slot+pa.interval.Load()) {

@@ -71,9 +71,10 @@ func pacedBy(v string, calls *atomic.Int32) http.Handler {
 }
 
 // A hostile pace (one request a day) is bounded: no request waits for its
-// turn longer than MaxRetryAfter. One whose turn comes after its deadline
-// fails at once, with the held error, and takes no turn: the next request
-// gets it. Under HoldFailFast, a request that would wait fails at once.
+// turn longer than MaxRetryAfter, and one whose turn is further fails at
+// once. One whose turn comes after its deadline fails at once, with the
+// held error, and takes no turn: the next request gets it. Under
+// HoldFailFast, a request that would wait fails at once.
 func TestQuotaSpreadIsBounded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -114,10 +115,26 @@ func TestQuotaSpreadIsBounded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 10*time.Second, took, "the turn the request before did not take")
 
+		// Two at once: the first takes the next turn, 10s away; the
+		// second's would be 20s away, past the cap, and it fails at once
+		// rather than going with the first.
+		first := make(chan time.Duration, 1)
+		go func() {
+			took, err := send(context.Background())
+			assert.NoError(t, err)
+			first <- took
+		}()
+		synctest.Wait()
+		took, err = send(context.Background())
+		require.ErrorAs(t, err, &held, "a turn past MaxRetryAfter")
+		assert.Equal(t, 20*time.Second, held.Left)
+		assert.Zero(t, took)
+		assert.Equal(t, 10*time.Second, <-first)
+
 		tr.Hold = retryhttp.HoldFailFast
 		_, err = send(context.Background())
 		require.ErrorIs(t, err, retryhttp.ErrHostHeld, "HoldFailFast: no waiting for a turn")
-		assert.Equal(t, int32(4), calls.Load())
+		assert.Equal(t, int32(5), calls.Load())
 	})
 }
 

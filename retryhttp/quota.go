@@ -42,9 +42,9 @@ const (
 	// QuotaSpread holds as QuotaHold does, and also paces the requests
 	// left evenly over the rest of the window: with R requests left and
 	// a reset in T, at most one request every T/R goes to the origin. A
-	// request waits for its turn for at most MaxRetryAfter; one whose
-	// turn comes after its deadline, or under HoldFailFast any request
-	// that would wait, fails at once with ErrHostHeld.
+	// request whose turn is more than MaxRetryAfter away, or after its
+	// deadline, or under HoldFailFast any request that would wait, fails
+	// at once with ErrHostHeld, and takes no turn.
 	QuotaSpread
 	// QuotaOff ignores quotas. retry-after-ms and x-ms-retry-after-ms are
 	// still read: they are Retry-After in milliseconds.

@@ -369,3 +369,24 @@ func TestQuotaOffAndConfigured(t *testing.T) {
 		})
 	}
 }
+
+// Hedged reads are held by a used-up quota too: each copy waits for the
+// hold before it is sent, so the reset is waited for once and no copy goes
+// into the hold.
+func TestQuotaHoldsHedgedRequests(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		h := quotaThenOK(&calls, "RateLimit", `"default";r=0;t=3`)
+		tr := &retryhttp.Transport{Base: retrytest.HandlerTransport(h), Hedger: &retry.Hedger{Delay: time.Millisecond, MaxFraction: 1}}
+		resp, err := tr.RoundTrip(get(t, "http://api.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		start := time.Now()
+		resp, err = tr.RoundTrip(get(t, "http://api.test/"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.GreaterOrEqual(t, time.Since(start), 3*time.Second, "waited for the reset")
+		assert.LessOrEqual(t, calls.Load(), int32(1+guard.HoldProbes), "the copies went as probes, after the reset")
+	})
+}
