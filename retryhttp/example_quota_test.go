@@ -1,8 +1,11 @@
 package retryhttp_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/retryhttp"
@@ -42,12 +45,34 @@ func ExampleParseRetryAfterMillis() {
 	// 99999999999 1m0s true
 }
 
-// A Transport that spreads the requests left in a quota over its window,
-// rather than only holding them back when it is used up.
+// A response that says the quota is used up holds the origin until the
+// reset: with HoldFailFast the next request fails at once, unsent, rather
+// than meeting a 429 (HoldWait, the default, would wait the 30s).
 func ExampleQuotaMode() {
-	tr := &retryhttp.Transport{Quota: retryhttp.QuotaSpread}
-	client := &http.Client{Transport: tr}
-	_ = client
-	fmt.Println(tr.Quota)
-	// Output: spread
+	var seen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		w.Header().Set("RateLimit", `"default";r=0;t=30`)
+		fmt.Fprint(w, "the last one this window")
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Quota: retryhttp.QuotaHold, // the default; QuotaSpread also paces, QuotaOff ignores quotas
+		Hold:  retryhttp.HoldFailFast,
+	}}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+
+	_, err = client.Get(srv.URL)
+	fmt.Println("held:", errors.Is(err, retryhttp.ErrHostHeld))
+	fmt.Println("the server saw", seen.Load())
+	// Output:
+	// 200
+	// held: true
+	// the server saw 1
 }
