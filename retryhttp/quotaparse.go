@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"math"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -70,7 +71,13 @@ const epochAbove = 1_000_000_000
 // twice with different values is ignored; a huge number saturates at
 // limit. A Unix time is read against now: a client whose clock is off
 // errs by as much, within limit.
+//
+// A response with a positive Age came from a cache (RFC 9111 §5.1), and
+// says nothing of the quota now: the draft says to ignore its fields.
 func ParseQuota(h http.Header, now time.Time, limit time.Duration) (QuotaState, bool) {
+	if !hasQuota(h) || cached(h) {
+		return QuotaState{}, false
+	}
 	if lines := h[keyRateLimit]; len(lines) > 0 {
 		if q, ok := parseRateLimit(lines, h[keyRateLimitPolicy], limit); ok {
 			return q, true
@@ -93,6 +100,14 @@ func ParseQuota(h http.Header, now time.Time, limit time.Duration) (QuotaState, 
 // maxCount bounds a count of requests read from a header: more than any
 // quota means, few enough that arithmetic on it cannot overflow.
 const maxCount = 1 << 50
+
+// cached reports whether h is of a response from a cache: a positive Age,
+// whose quota is as old as it is. An Age that is not delta-seconds is
+// ignored, as RFC 9111 §5.1 says.
+func cached(h http.Header) bool {
+	age, ok := oneValue(h["Age"])
+	return ok && isDigits(age) && strings.TrimLeft(age, "0") != ""
+}
 
 // hasQuota reports whether h carries a field that ParseQuota reads: two
 // map lookups, for the responses that carry none.

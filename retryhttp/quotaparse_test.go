@@ -101,6 +101,10 @@ func TestParseQuota(t *testing.T) {
 		{"repeated alike", header("X-RateLimit-Remaining", "0", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30, 30"), q{0, 30 * time.Second, 0}, true},
 		{"repeated unlike remaining", header("X-RateLimit-Remaining", "0", "X-RateLimit-Remaining", "5", "X-RateLimit-Reset", "30"), q{}, false},
 		{"repeated unlike reset", header("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30, 3000"), q{0, 0, 0}, true},
+		{"from a cache", header("Age", "12", "RateLimit", `"a";r=0;t=30`), q{}, false},
+		{"fresh", header("Age", "00", "RateLimit", `"a";r=0;t=30`), q{0, 30 * time.Second, 0}, true},
+		{"a malformed Age is ignored", header("Age", "-3", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30"), q{0, 30 * time.Second, 0}, true},
+		{"X-RateLimit from a cache", header("Age", "3", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "30"), q{}, false},
 		{"empty element", header("X-RateLimit-Remaining", "0,", "X-RateLimit-Reset", "30"), q{}, false},
 	}
 	for _, tt := range tests {
