@@ -135,8 +135,8 @@ func quotaThenOK(calls *atomic.Int32, kv ...string) http.Handler {
 }
 
 // X-RateLimit-Reset above 10⁹ is a Unix time, at or below a delay in
-// seconds; an epoch in the past, or a delay beyond MaxRetryAfter, cannot
-// hold longer than the cap. The hold is seen through HoldFailFast's
+// seconds; one in the past, or more than a month away, is ignored, and
+// one within a month holds no longer than MaxRetryAfter. The hold is seen through HoldFailFast's
 // *guard.HeldError, which says how long it has left.
 func TestQuotaResetEpochOrDelay(t *testing.T) {
 	t.Parallel()
@@ -149,8 +149,10 @@ func TestQuotaResetEpochOrDelay(t *testing.T) {
 		{"epoch", func(now time.Time) string { return strconv.FormatInt(now.Unix()+30, 10) }, 30 * time.Second},
 		{"epoch in the past", func(now time.Time) string { return strconv.FormatInt(now.Unix()-30, 10) }, 0},
 		{"just above 10^9: 2001", func(time.Time) string { return "1000000001" }, 0},
-		{"10^9 is a delay, capped", func(time.Time) string { return "1000000000" }, time.Minute},
-		{"a century ahead, capped", func(now time.Time) string { return strconv.FormatInt(now.Unix()+100*365*86400, 10) }, time.Minute},
+		{"a day ahead, capped", func(now time.Time) string { return strconv.FormatInt(now.Unix()+86400, 10) }, time.Minute},
+		{"a day's delay, capped", func(time.Time) string { return "86400" }, time.Minute},
+		{"10^9 is a delay of 31 years: ignored", func(time.Time) string { return "1000000000" }, 0},
+		{"a century ahead: ignored", func(now time.Time) string { return strconv.FormatInt(now.Unix()+100*365*86400, 10) }, 0},
 		{"garbage", func(time.Time) string { return "soon" }, 0},
 	}
 	for _, tt := range tests {

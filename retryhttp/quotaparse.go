@@ -68,8 +68,9 @@ const epochAbove = 1_000_000_000
 // X-RateLimit-Reset are read: a Reset above 10⁹ is a Unix time in seconds
 // (GitHub's), else a delay in seconds; either may have a fraction. A
 // reset in the past or now, a sign, an exponent, text, or a header sent
-// twice with different values is ignored; a huge number saturates at
-// limit. A Unix time is read against now: a client whose clock is off
+// twice with different values is ignored; so is, in every field, a reset
+// more than a month away (a delay of 10⁹, a Unix time a century ahead),
+// which no server means; one within a month is capped at limit. A Unix time is read against now: a client whose clock is off
 // errs by as much, within limit.
 //
 // A response with a positive Age came from a cache (RFC 9111 §5.1), and
@@ -115,18 +116,30 @@ func hasQuota(h http.Header) bool {
 	return len(h[keyRateLimit]) > 0 || len(h[keyXRemaining]) > 0
 }
 
-// parseReset reads an X-RateLimit-Reset, as ParseQuota says, uncapped (a
-// huge one saturates); 0 for one that is malformed or past.
+// maxQuotaReset is the furthest reset a quota may name: a month, the
+// longest window quotas are sold by. One further away (a delay of 10⁹
+// seconds, a Unix time a century ahead, a 15-digit t) is not a reset any
+// server means, and is ignored rather than waited for up to the cap.
+const maxQuotaReset = 31 * 24 * time.Hour
+
+// parseReset reads an X-RateLimit-Reset, as ParseQuota says, uncapped; 0
+// for one that is malformed, past, or beyond maxQuotaReset.
 func parseReset(v string, now time.Time) time.Duration {
 	whole, frac, ok := parseDecimal(v)
+	var d time.Duration
 	switch {
 	case !ok:
 		return 0
 	case whole > epochAbove || whole == epochAbove && frac > 0:
 		// A Unix time: Sub saturates for one beyond any clock's range.
-		return max(time.Unix(int64(whole), int64(frac)).Sub(now), 0)
+		d = time.Unix(int64(whole), int64(frac)).Sub(now)
+	default:
+		d = scaled(whole, frac, time.Second, math.MaxInt64)
 	}
-	return scaled(whole, frac, time.Second, math.MaxInt64)
+	if d <= 0 || d > maxQuotaReset {
+		return 0
+	}
+	return d
 }
 
 // parseRateLimit reads the RateLimit field, given as its field lines, with
@@ -156,6 +169,9 @@ func parseRateLimit(lines, policies []string, limit time.Duration) (QuotaState, 
 			}
 			if sc.bad || r < 0 {
 				return QuotaState{}, false
+			}
+			if t > int64(maxQuotaReset/time.Second) {
+				t = -1 // huge: no reset a server means
 			}
 			if t < 0 {
 				t = policyWindow(policies, sc.item.str)
@@ -200,7 +216,7 @@ func policyWindow(lines []string, id string) int64 {
 		for sc.next() {
 			named := !sc.inner && (sc.item.kind == sfString || sc.item.kind == sfToken) && sc.item.str == id
 			for sc.nextParam() {
-				if named && sc.key == "w" && sc.val.kind == sfInteger && sc.val.num > 0 {
+				if named && sc.key == "w" && sc.val.kind == sfInteger && sc.val.num > 0 && sc.val.num <= int64(maxQuotaReset/time.Second) {
 					w = sc.val.num
 				}
 			}
