@@ -58,7 +58,8 @@ const epochAbove = 1_000_000_000
 // policies such as `"default";r=0;t=30`, whose r (required) is the
 // requests left and t the seconds until more are available. Of several
 // policies the one that binds counts: one used up (the latest reset
-// among them), else the one with the fewest requests a second left. A
+// among them), else the one whose requests left must go furthest apart
+// (the longest Interval). A
 // policy without t takes its window, the w of the RateLimit-Policy
 // member of the same name, as its reset. A field that does not parse, or
 // a member that is not a String or Token with a non-negative Integer r
@@ -70,8 +71,9 @@ const epochAbove = 1_000_000_000
 // reset in the past or now, a sign, an exponent, text, or a header sent
 // twice with different values is ignored; so is, in every field, a reset
 // more than a month away (a delay of 10⁹, a Unix time a century ahead),
-// which no server means; one within a month is capped at limit. A Unix time is read against now: a client whose clock is off
-// errs by as much, within limit.
+// which no server means; one within a month is capped at limit. A Unix
+// time is read against now: a client whose clock is off errs by as much,
+// within limit.
 //
 // A response with a positive Age came from a cache (RFC 9111 §5.1), and
 // says nothing of the quota now: the draft says to ignore its fields.
