@@ -39,6 +39,7 @@ type entry struct {
 	http     []int
 	grpc     []uint32
 	hedging  *Hedging
+	quota    string // retryhttp's QuotaMode by name, "" when not set
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a
@@ -89,6 +90,21 @@ func (c *Config) HTTPStatusCodes(name string) []int {
 	}
 	return nil
 }
+
+// HTTPQuota returns the name of the quota mode of the policy
+// Policy(name), one of [QuotaModes] ("hold", "spread" or "off"), or ""
+// when its document does not set one, which means the Transport's own
+// (see retryhttp.QuotaMode).
+func (c *Config) HTTPQuota(name string) string {
+	if e := c.lookup(name); e != nil {
+		return e.quota
+	}
+	return ""
+}
+
+// QuotaModes returns the names a policy's "quota" may take, in the order
+// of retryhttp.QuotaMode's values: "hold" (the default), "spread", "off".
+func QuotaModes() []string { return []string{"hold", "spread", "off"} }
 
 // GRPCCodes returns the gRPC status codes, as numbers (codes.Code(c)), that
 // the policy Policy(name) retries, or nil when its document did not list

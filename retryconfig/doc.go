@@ -20,11 +20,13 @@
 // optional (a missing field means the Policy's default): maxAttempts,
 // baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter
 // ("full", "equal", "decorrelated", "none", or "band:0.3" for
-// [retry.BandJitter] with that spread), retryableStatusCodes, budget (the
-// name of a member of "budgets"), breaker (of "breakers"), throttle (of
-// "throttles") and hedging (see [Hedging]). Durations are
-// strings in Go's form, which includes the proto3 JSON form: "200ms",
-// "1.5s", "0.2s", "1m30s". A bare number is an error, not a guess at a unit.
+// [retry.BandJitter] with that spread), retryableStatusCodes, quota
+// (retryhttp's quota mode: "hold", "spread" or "off"; see
+// [Config.HTTPQuota]), budget (the name of a member of "budgets"), breaker
+// (of "breakers"), throttle (of "throttles") and hedging (see [Hedging]).
+// Durations are strings in Go's form, which includes the proto3 JSON form:
+// "200ms", "1.5s", "0.2s", "1m30s". A bare number is an error, not a guess
+// at a unit.
 // maxAttempts 0 is an error too: write 1 for no retries, or leave the field
 // out for the default.
 //

@@ -69,6 +69,7 @@ func appendPolicy(b []byte, e *entry) []byte {
 		w.key("retryableStatusCodes")
 		w.b = appendCodes(w.b, e.http, e.grpc)
 	}
+	w.string("quota", e.quota)
 	w.string("budget", e.budget)
 	w.string("breaker", e.breaker)
 	w.string("throttle", e.throttle)

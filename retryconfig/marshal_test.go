@@ -30,6 +30,7 @@ func samePolicies(t *testing.T, a, b *retryconfig.Config) {
 		assert.Equal(t, pa, pb, n)
 		assert.Equal(t, a.HTTPStatusCodes(n), b.HTTPStatusCodes(n), n)
 		assert.Equal(t, a.GRPCCodes(n), b.GRPCCodes(n), n)
+		assert.Equal(t, a.HTTPQuota(n), b.HTTPQuota(n), n)
 		ha, oka := a.Hedging(n)
 		hb, okb := b.Hedging(n)
 		assert.Equal(t, oka, okb, n)

@@ -1,6 +1,7 @@
 package retryconfig
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,7 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	}
 }
 
-var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget, breaker, throttle or hedging)")
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle or hedging)")
 
 // set sets one field of a policy of our format from its JSON value.
 func (e *entry) set(key string, v *value) error {
@@ -151,6 +152,14 @@ func (e *entry) set(key string, v *value) error {
 		)
 		if http, grpc, err = parseCodes(v); err == nil {
 			e.http, e.grpc = http, grpc
+		}
+	case "quota":
+		var s string
+		if s, err = str(v); err == nil && !slices.Contains(QuotaModes(), s) {
+			err = errorf("%q is not a quota mode (want hold, spread or off)", s)
+		}
+		if err == nil {
+			e.quota = s
 		}
 	case "budget":
 		var s string

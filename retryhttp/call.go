@@ -20,6 +20,7 @@ type call struct {
 	base    http.RoundTripper
 	clk     retry.Clock // nil: the real clock
 	timeout time.Duration
+	quota   QuotaMode       // the Transport's, or the request's named policy's
 	loop    context.Context // Do's op ctx, for its deadline
 
 	keyHeader  string // the idempotency key's header, canonical
@@ -66,6 +67,7 @@ func (t *Transport) newCall(req *http.Request, opts options) *call {
 		base:       t.base(),
 		keyHeader:  t.idempotencyHeader(),
 		rewindable: rewindable(req),
+		quota:      t.Quota,
 	}
 	keyed := hasKey(req.Header, c.keyHeader)
 	if !keyed && t.AutoIdempotencyKey && !idempotent(req.Method) {
@@ -148,7 +150,7 @@ func (c *call) decider(classify retry.Classifier) retry.Classifier {
 	return func(ctx context.Context, a retry.Attempt) retry.Decision {
 		d := classify(ctx, a)
 		if c.cur != nil && d.Retry {
-			d = c.retryAfter(c.cur.resp.Header, d)
+			d = c.retryAfter(c.cur.resp.StatusCode, c.cur.resp.Header, d)
 		}
 		d = c.gate(d, a.Err)
 		if d.Retry && c.bodySent && c.req.GetBody != nil {

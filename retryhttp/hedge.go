@@ -48,7 +48,7 @@ func (c *call) hedgeDecider(classify retry.Classifier) retry.Classifier {
 		}
 		d, _ := finalIfReplayed(classify(ctx, a), a.Err)
 		if se, ok := a.Err.(*StatusError); ok && d.Retry {
-			d = c.retryAfter(se.Header, d)
+			d = c.retryAfter(se.StatusCode, se.Header, d)
 		}
 		return d
 	}
@@ -85,7 +85,7 @@ func (c *call) roundTripHedged(p retry.Policy) (*http.Response, retry.Trace, err
 		}
 		drain(resp, c.drainLimit(c.req.Context()))
 		if alive { // deferred: the outer loop retries, after the Retry-After
-			wait := c.retryAfter(resp.Header, retry.Decision{Retry: true}).RetryAfter
+			wait := c.retryAfter(resp.StatusCode, resp.Header, retry.Decision{Retry: true}).RetryAfter
 			return nil, tr, timeoutAware(retry.RetryAfter(err, wait))
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"net/http"
 
 	"github.com/stormguard/retry/guard"
-	"github.com/stormguard/retry/internal/clocks"
 )
 
 // HoldMode says what a [Transport] does with new attempts to a host that
-// asked it to hold back: a 429 or 503 with a Retry-After.
+// asked it to hold back: a 429 or 503 with a Retry-After, or a response
+// whose quota is used up (see [QuotaMode]).
 //
 // Without a hold, a thousand concurrent requests to a throttled host each
 // have to reach it to learn the same Retry-After, and each is one more
@@ -54,42 +54,44 @@ var ErrHostHeld = guard.ErrHeld
 
 // noteHold records what resp, the answer to the attempt that
 // [call.awaitHold] let go at sent, says of a hold: a 429 or 503 with a
-// Retry-After holds the origin back, for at most MaxRetryAfter; any other
-// answer but those clears its hold, if the hold began before the attempt
-// was sent: an answer to an older request says nothing of the server since.
+// Retry-After, or a response whose quota is used up (see holdAsked), holds
+// the origin back, for at most MaxRetryAfter; any other answer but a
+// refusal clears its hold, if the hold began before the attempt was sent:
+// an answer to an older request says nothing of the server since.
 func (c *call) noteHold(resp *http.Response, sent guard.HoldEpoch) {
 	if c.t.Hold == HoldOff {
 		return
 	}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		v := resp.Header.Get("Retry-After")
-		if v == "" {
-			return
-		}
-		now := clocks.Now(c.clk)
-		if d, ok := ParseRetryAfter(v, now, c.t.maxRetryAfter()); ok {
-			c.t.holds().Hold(c.origin(), now, d) // parseRetryAfter caps d at MaxRetryAfter
-			c.logHold(true)
-		}
-	default:
-		if c.t.holds().Held() {
-			c.t.holds().Clear(c.origin(), sent)
-		}
-		c.logHold(false)
+	if d, now, ok := c.holdAsked(resp); ok {
+		c.t.holds().Hold(c.origin(), now, d) // capped at MaxRetryAfter
+		c.logHold(true)
+		return
 	}
+	if refusal(resp.StatusCode) {
+		return // a refusal that names no wait says nothing of the hold
+	}
+	if c.t.holds().Held() {
+		c.t.holds().Clear(c.origin(), sent)
+	}
+	c.logHold(false)
 }
 
 // awaitHold waits, before an attempt is sent, until its origin's hold
-// ends, as the Transport's HoldMode says, and returns the Epoch at which it
-// let the attempt go, for noteHold. call is the request's ctx with its
-// MaxElapsed deadline, never an attempt's: a hold is weighed against the
-// time the whole request has left, and its wait is not an attempt's time.
+// ends, as the Transport's HoldMode says, then for its turn if a quota
+// paces it (awaitPace), and returns the Epoch at which it let the attempt
+// go, for noteHold. call is the request's ctx with its MaxElapsed
+// deadline, never an attempt's: a hold is weighed against the time the
+// whole request has left, and its wait is not an attempt's time.
 func (c *call) awaitHold(call context.Context) (guard.HoldEpoch, error) {
-	if c.t.Hold == HoldOff || !c.t.holds().Held() {
+	if c.t.Hold == HoldOff {
 		return c.t.holds().Epoch(), nil
 	}
-	if err := c.t.holds().Wait(call, c.clk, c.origin(), c.t.Hold == HoldFailFast); err != nil {
+	if c.t.holds().Held() {
+		if err := c.t.holds().Wait(call, c.clk, c.origin(), c.t.Hold == HoldFailFast); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.awaitPace(call); err != nil {
 		return 0, err
 	}
 	return c.t.holds().Epoch(), nil

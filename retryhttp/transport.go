@@ -18,7 +18,8 @@ import (
 // The zero Transport is ready to use: http.DefaultTransport, the zero
 // retry.Policy (4 attempts, a backoff from 200ms doubling to 5s with full
 // jitter) with [DefaultClassifier], keys read from the Idempotency-Key
-// header but none generated, Retry-After waited for up to a minute, no
+// header but none generated, Retry-After waited for up to a minute, an
+// origin whose quota is used up held until its reset, no
 // credential refresh, no attempt header, no logging.
 //
 // A Transport is safe for concurrent use. It must not be copied after first
@@ -85,14 +86,22 @@ type Transport struct {
 	AttemptHeader string
 
 	// Hold says what happens to new attempts to a host that answered 429
-	// or 503 with a Retry-After: they wait until then, fail at once, or are
-	// sent as if nothing were known [HoldWait]. See [HoldMode].
+	// or 503 with a Retry-After, or whose quota is used up (see Quota):
+	// they wait until then, fail at once, or are sent as if nothing were
+	// known [HoldWait]. See [HoldMode].
 	Hold HoldMode
 
 	// MaxRetryAfter is the longest Retry-After the Transport waits for [1m].
 	// A response that asks for as long or longer is returned at once rather
 	// than retried sooner than the server asked.
 	MaxRetryAfter time.Duration
+
+	// Quota says what responses that announce their origin's quota do
+	// (RateLimit, X-RateLimit-Remaining and X-RateLimit-Reset): one that
+	// says it is used up holds the origin until the reset, as a
+	// Retry-After does; QuotaSpread also paces the requests left over the
+	// window; QuotaOff ignores them [QuotaHold]. See [QuotaMode].
+	Quota QuotaMode
 
 	// Refresh, if set, renews credentials after a 401 Unauthorized [none].
 	// See [Transport.RoundTrip] for when it runs; it gets the refused
@@ -150,6 +159,7 @@ type Transport struct {
 
 	auth    origins     // credential state, per origin
 	held    guard.Holds // hosts that asked to be held back, per origin, unless Guards.Holds
+	paced   pacer       // origins whose quota paces their requests (QuotaSpread)
 	sampler logSampler  // the Logger's groups of similar lines
 	watched watched     // the breakers and throttles whose changes the Logger gets
 }
@@ -272,7 +282,9 @@ func (c *call) policy(hedged bool) retry.Policy {
 	if opts.policy != nil {
 		p = *opts.policy
 	} else if t.Policies != nil {
-		p = NamedPolicy(t.Policies.Config(), opts.policyName)
+		cfg := t.Policies.Config()
+		p = NamedPolicy(cfg, opts.policyName)
+		c.quota = configuredQuota(cfg, opts.policyName, t.Quota)
 	}
 	c.clk = p.Clock
 	if p.Classifier == nil {
