@@ -60,6 +60,7 @@ type Recorder struct {
 	otherRoute *idemRoute
 
 	outboxes []namedOutbox // see Outbox
+	shedders []namedShed   // see ShedLimiter
 }
 
 // httpKey is what a request's operation name is made of, so that a
