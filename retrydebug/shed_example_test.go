@@ -20,7 +20,7 @@ func ExampleRecorder_ShedLimiter() {
 	rec.ShedLimiter("api", l)
 	mux := http.NewServeMux()
 	mux.Handle("/api/", l.Handler(http.NotFoundHandler())) // the service, behind its Limiter
-	mux.Handle("/debug/retries", rec)                     // on an internal listener, in a real service
+	mux.Handle("/debug/retries", rec)                      // on an internal listener, in a real service
 
 	for _, s := range rec.Snapshot().ShedLimiters {
 		fmt.Println(s.Name, "limit", s.Limit, "in flight", s.InFlight, "shed", s.Shed)
