@@ -12,11 +12,6 @@ import (
 // few, one per server or per class of work.
 const maxShedLimiters = 32
 
-type namedShed struct {
-	name string
-	l    *shed.Limiter
-}
-
 // ShedLimiter makes the page, and its JSON, show the state of a server's
 // load shedder under name: its limit, the requests in flight and queued,
 // and how many it admitted and shed since it was made, read from l.Stats
@@ -29,16 +24,7 @@ type namedShed struct {
 func (r *Recorder) ShedLimiter(name string, l *shed.Limiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.IndexFunc(r.shedders, func(n namedShed) bool { return n.name == name })
-	switch {
-	case l == nil && i >= 0:
-		r.shedders = slices.Delete(r.shedders, i, i+1)
-	case l == nil:
-	case i >= 0:
-		r.shedders[i].l = l
-	case len(r.shedders) < maxShedLimiters:
-		r.shedders = append(r.shedders, namedShed{name, l})
-	}
+	setNamed(&r.shedders, name, l, l == nil, maxShedLimiters)
 }
 
 // ShedStatus is the state of a Limiter registered with
@@ -69,7 +55,7 @@ func (r *Recorder) shedStatuses() []ShedStatus {
 	r.mu.RUnlock()
 	out := make([]ShedStatus, 0, len(list))
 	for _, n := range list {
-		s := n.l.Stats()
+		s := n.v.Stats()
 		out = append(out, ShedStatus{
 			Name: n.name, Limit: s.Limit, InFlight: s.InFlight, Queued: s.Queued,
 			Admitted: s.Admitted, Shed: s.Shed, QueueTimeouts: s.QueueTimeouts,

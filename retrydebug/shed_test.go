@@ -1,7 +1,6 @@
 package retrydebug_test
 
 import (
-	"context"
 	"encoding/json"
 	"strconv"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormguard/retry/internal/shedfix"
 	"github.com/stormguard/retry/retrydebug"
 	"github.com/stormguard/retry/shed"
 )
@@ -21,27 +21,10 @@ import (
 // past 32 are ignored.
 func TestShedLimiterPanel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := shed.New(shed.Options{Algorithm: shed.Fixed, InitialLimit: 2, MaxQueue: 1, QueueTimeout: time.Minute})
-		require.NoError(t, err)
+		l, release := shedfix.Busy(t)
 		rec := retrydebug.NewRecorder(0, 0)
 		_, body := get(t, rec, "/debug/retries")
 		assert.NotContains(t, body, "Load shedding", "no section before one is registered")
-
-		ctx := context.Background()
-		r1, err := l.Acquire(ctx, shed.Critical)
-		require.NoError(t, err)
-		r2, err := l.Acquire(ctx, shed.Critical)
-		require.NoError(t, err)
-		queued := make(chan struct{})
-		go func() {
-			defer close(queued)
-			if release, err := l.Acquire(ctx, shed.Critical); err == nil {
-				release(shed.Success)
-			}
-		}()
-		synctest.Wait()
-		_, err = l.Acquire(ctx, shed.Critical)
-		require.ErrorIs(t, err, shed.ErrShed)
 
 		rec.ShedLimiter("api", l)
 		want := retrydebug.ShedStatus{Name: "api", Limit: 2, InFlight: 2, Queued: 1, Admitted: 2, Shed: 1}
@@ -58,10 +41,7 @@ func TestShedLimiterPanel(t *testing.T) {
 		assert.Equal(t, []retrydebug.ShedStatus{want}, snap.Shed)
 
 		// The numbers move with the Limiter.
-		time.Sleep(time.Millisecond)
-		r1(shed.Success)
-		<-queued
-		r2(shed.Success)
+		release()
 		got := rec.Snapshot().ShedLimiters[0]
 		assert.Equal(t, 0, got.InFlight)
 		assert.Equal(t, 0, got.Queued)

@@ -1,15 +1,14 @@
 package retryotel_test
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/stormguard/retry/internal/shedfix"
 	"github.com/stormguard/retry/retryotel"
 	"github.com/stormguard/retry/shed"
 )
@@ -49,39 +48,16 @@ func shedPoints(t *testing.T, s *sink) map[string]int64 {
 // and shed. After Unregister, nothing.
 func TestObserveShedLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := shed.New(shed.Options{Algorithm: shed.Fixed, InitialLimit: 2, MaxQueue: 1, QueueTimeout: time.Minute})
-		require.NoError(t, err)
+		l, release := shedfix.Busy(t)
 		s := newSink(t)
 		reg, err := s.obs.ObserveShedLimiter("api", l)
 		require.NoError(t, err)
-		assert.Equal(t, map[string]int64{
-			"shed.limit": 2, "shed.in_flight": 0, "shed.queued": 0,
-			"shed.requests{admitted}": 0, "shed.requests{shed}": 0,
-		}, shedPoints(t, s), "an idle Limiter")
-
-		ctx := context.Background()
-		r1, err := l.Acquire(ctx, shed.Critical)
-		require.NoError(t, err)
-		r2, err := l.Acquire(ctx, shed.Critical)
-		require.NoError(t, err)
-		queued := make(chan struct{})
-		go func() {
-			defer close(queued)
-			if release, err := l.Acquire(ctx, shed.Critical); err == nil {
-				release(shed.Success)
-			}
-		}()
-		synctest.Wait()
-		_, err = l.Acquire(ctx, shed.Critical)
-		require.ErrorIs(t, err, shed.ErrShed)
 		assert.Equal(t, map[string]int64{
 			"shed.limit": 2, "shed.in_flight": 2, "shed.queued": 1,
 			"shed.requests{admitted}": 2, "shed.requests{shed}": 1,
 		}, shedPoints(t, s))
 
-		r1(shed.Success)
-		<-queued
-		r2(shed.Success)
+		release()
 		assert.Equal(t, map[string]int64{
 			"shed.limit": 2, "shed.in_flight": 0, "shed.queued": 0,
 			"shed.requests{admitted}": 3, "shed.requests{shed}": 1,
