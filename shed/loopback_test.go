@@ -32,6 +32,11 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // more requests inside than the Limiter's limit.
 // The timing targets are checked where the machine leaves the Limiter in
 // charge, not under the race detector (see loadgen.Check).
+//
+// The clients do not share a Transport: a Transport holds back every
+// request to an origin once the origin asks one of them to (see
+// retryhttp's Hold), so one Transport shared by the 200 stops them all at
+// the first shed, and serves a small share of the capacity.
 func TestLoopbackHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time: about 7 seconds")
