@@ -29,6 +29,12 @@
 //
 //	opts.OnDone = rec.RecordIdempotency
 //
+// A server's load shedder, a shed.Limiter, shows its limit, what it has in
+// flight and queued, and what it admitted and shed, with
+// [Recorder.ShedLimiter]:
+//
+//	rec.ShedLimiter("api", limiter)
+//
 // Wire each retry loop to the Recorder once: a retryhttp.Transport through
 // its OnDone, and not also through its Policy's OnDone, or each request is
 // counted twice, under two names (see [Recorder.RecordHTTP]).

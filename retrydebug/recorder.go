@@ -8,7 +8,9 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/guard"
+	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/retryhttp"
+	"github.com/stormguard/retry/shed"
 )
 
 // Defaults of the zero Recorder.
@@ -59,7 +61,8 @@ type Recorder struct {
 	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
 	otherRoute *idemRoute
 
-	outboxes []namedOutbox // see Outbox
+	outboxes []named[*outbox.Outbox] // see Outbox
+	shedders []named[*shed.Limiter]  // see ShedLimiter
 }
 
 // httpKey is what a request's operation name is made of, so that a

@@ -34,6 +34,9 @@ type Snapshot struct {
 	// Outboxes has the ops of the outboxes registered with
 	// [Recorder.Outbox], in the order registered.
 	Outboxes []OutboxOps `json:"outboxes,omitempty"`
+	// ShedLimiters has the state of the server load shedders registered
+	// with [Recorder.ShedLimiter], in the order registered.
+	ShedLimiters []ShedStatus `json:"shed_limiters,omitempty"`
 }
 
 // Operation is the record of one operation name.
@@ -114,6 +117,7 @@ func (r *Recorder) Snapshot() Snapshot {
 	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
 	s.ConfigVersion, _ = r.configVersionNow()
 	s.Outboxes = r.outboxOps()
+	s.ShedLimiters = r.shedStatuses()
 	s.Breakers, s.Throttles = r.breakerStatuses(), r.throttleStatuses()
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))

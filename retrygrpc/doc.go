@@ -129,6 +129,14 @@
 // what the caller streams: they make one attempt. grpc-go parses
 // hedgingPolicy but does not act on it, so the two never stack.
 //
+// # Load shedding on the server
+//
+// [UnaryServerInterceptor] and [StreamServerInterceptor] are the server
+// half of the same loop: they admit calls through a shed.Limiter and shed
+// the rest with UNAVAILABLE and a jittered pushback, which the client
+// interceptors wait before they retry and hold every call to the target
+// back for. [WithPriority] tells the server which calls to shed first.
+//
 // # Order among interceptors
 //
 // Interceptors placed before this one in the chain see one call, whatever

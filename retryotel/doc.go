@@ -93,6 +93,16 @@
 // (409), mismatch (422), store_failed (503), lease_lost, released,
 // rejected. The route is the http.ServeMux pattern, never the key.
 //
+// # Load shedding
+//
+// [Observer.ObserveShedLimiter] reports a server's shed.Limiter, read at
+// each collection, by shed.name:
+//
+//	shed.limit      gauge    {request}  the limit on requests in flight
+//	shed.in_flight  gauge    {request}  requests admitted and not done
+//	shed.queued     gauge    {request}  requests waiting for a slot
+//	shed.requests   counter  {request}  requests decided, by shed.outcome: admitted or shed
+//
 // References: [gRFC A96] for the per-call retry metrics, [gRFC A66] for
 // gRPC's per-call metrics it builds on, and the OpenTelemetry [metric
 // naming] and [HTTP metrics] conventions (units, histogram buckets, "_OTHER"
