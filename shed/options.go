@@ -18,8 +18,11 @@ const (
 	// adaptive concurrency filter do: every 25 requests, the limit becomes
 	// limit×g + √limit, smoothed, where g = Tolerance × minimum / recent,
 	// clamped to [0.5, 1]. The recent latency is the average of the last
-	// 25; the minimum, the smallest such average of the last 500. So the
-	// limit grows by about √limit while latency stays within Tolerance of
+	// 25; the minimum, the smallest such average since the last probe:
+	// every 20 windows in which the limit was in use, the limit halves for
+	// one window, so that what queued inside the server drains and its
+	// unqueued latency is measured again (as Envoy measures its minRTT).
+	// So the limit grows by about √limit while latency stays within Tolerance of
 	// its minimum and the limit is in use, and shrinks when work queues
 	// inside the server.
 	Gradient Algorithm = iota

@@ -1,6 +1,9 @@
 package limiter
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Algorithm moves the limit.
 type Algorithm uint8
@@ -21,8 +24,8 @@ const (
 	// limit moves once a window. An average, not single samples, because
 	// one sample's latency varies more than queueing moves it.
 	Window = 25
-	// Baseline is the number of windows whose smallest average is the
-	// baseline, "the minimum": the latency when the least was queued.
+	// Baseline is the number of busy windows (windows that saw the limit
+	// in use) between two probes of the minimum latency.
 	Baseline = 20
 	backoff  = 0.9 // multiplicative decrease on overload
 	aimdDrop = 2.0 // AIMD: a window this many times the baseline is overload
@@ -30,6 +33,20 @@ const (
 
 // algo is the state of the limit's algorithm, under the Limiter's lock.
 // Latencies are float64 nanoseconds.
+//
+// The baseline, "the minimum", is the latency when nothing queued inside
+// the service. Under overload that never lets up every window is queued,
+// so a minimum over recent windows drifts up to the queued latency and the
+// limit grows without end (Gradient2's long-term average drifts the same
+// way). So the baseline is measured, as Envoy's adaptive concurrency
+// filter measures its minRTT: once every Baseline busy windows the limit
+// halves for one window of requests admitted once the count in flight has
+// fallen under it, so that what queued inside the service has drained;
+// that window's average is the new
+// baseline, and until the next probe the baseline only falls, to the
+// smallest window since. Then the limit is restored. A probe costs
+// about one window at half the limit; it also lets the baseline rise when
+// the service itself has become slower.
 type algo struct {
 	kind                 Algorithm
 	limit, lo, hi        float64
@@ -39,8 +56,12 @@ type algo struct {
 	n                int     // and their number
 	busy, overloaded bool    // this window saw the limit in use / an overload
 	recent           float64 // the last window's average
-	means            [Baseline]float64
-	filled, next     int
+	baseline         float64 // the smallest window average since the last probe
+
+	busyWindows int       // since the last probe
+	probeFrom   time.Time // when a probe's limit was reached; only requests admitted since count
+	probing     bool
+	restore     float64 // the limit before the probe
 }
 
 func newAlgo(c Config) algo {
@@ -51,16 +72,8 @@ func newAlgo(c Config) algo {
 	}
 }
 
-// base is the smallest window average of the last Baseline windows.
-func (a *algo) base() float64 {
-	b := 0.0
-	for _, m := range a.means[:a.filled] {
-		if b == 0 || m < b {
-			b = m
-		}
-	}
-	return b
-}
+// base is the baseline latency, 0 before the first window.
+func (a *algo) base() float64 { return a.baseline }
 
 // latency is the recent latency: the last window's average, or the
 // running one before the first window ends.
@@ -71,10 +84,22 @@ func (a *algo) latency() float64 {
 	return a.recent
 }
 
-// sample feeds one latency (ns), with the count in flight, or an
-// overload; at the end of a window the limit moves.
-func (a *algo) sample(rtt float64, inflight int, overloaded bool) {
-	a.sum += max(rtt, 1)
+// sample feeds the latency of a request admitted at start and done at
+// now, with the count in flight, or an overload; at the end of a window
+// the limit moves.
+func (a *algo) sample(start, now time.Time, inflight int, overloaded bool) {
+	if a.probing {
+		// The probe counts only requests admitted once what the old limit
+		// let in has drained under the new one: they queued behind
+		// nothing that came before.
+		if a.probeFrom.IsZero() && float64(inflight-1) < a.limit {
+			a.probeFrom = now
+		}
+		if a.probeFrom.IsZero() || start.Before(a.probeFrom) {
+			return
+		}
+	}
+	a.sum += max(float64(now.Sub(start)), 1)
 	a.n++
 	a.busy = a.busy || float64(inflight) >= a.limit/2
 	a.overloaded = a.overloaded || overloaded
@@ -82,12 +107,20 @@ func (a *algo) sample(rtt float64, inflight int, overloaded bool) {
 		return
 	}
 	a.recent = a.sum / float64(a.n)
-	a.means[a.next] = a.recent
-	a.next = (a.next + 1) % Baseline
-	a.filled = min(a.filled+1, Baseline)
 	busy, over := a.busy, a.overloaded
 	a.sum, a.n, a.busy, a.overloaded = 0, 0, false, false
+	if a.probing {
+		a.probing, a.baseline, a.limit = false, a.recent, a.restore
+	} else if a.baseline == 0 || a.recent < a.baseline {
+		a.baseline = a.recent
+	}
 	a.move(busy, over)
+	if a.kind != Fixed && busy {
+		if a.busyWindows++; a.busyWindows >= Baseline {
+			a.busyWindows, a.probing, a.probeFrom, a.restore = 0, true, time.Time{}, a.limit
+			a.set(a.limit / 2)
+		}
+	}
 }
 
 // move moves the limit at the end of a window. The limit grows only when
