@@ -82,13 +82,7 @@ func writeShedPanels(base, title string, rate float64, length time.Duration, han
 				p.Legend.Add([]string{"attempts reaching the server", "goodput: served to a client still waiting"}[j], line)
 			}
 		}
-		capacity := plotter.NewFunction(func(float64) float64 { return rate })
-		capacity.Color = color.RGBA{R: 200, A: 255}
-		capacity.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(capacity)
-		if i == 0 {
-			p.Legend.Add(fmt.Sprintf("capacity C = %.0f/s", rate), capacity)
-		}
+		addCapacity(p, rate, i == 0)
 		p.Legend.Top = true
 		plots[i] = []*plot.Plot{p}
 	}

@@ -142,33 +142,19 @@ func runShed(l shedLoad, c shedControl) (*shedRecorder, error) {
 			return errTimedOut
 		}
 		start := time.Duration(rng.Int64N(int64(every)))
-		if start >= l.Length {
-			continue
-		}
-		wake := make(chan struct{})
-		go func() {
-			<-wake
-			for t := start; ; {
-				_, err := retry.Do(context.Background(), op, p)
-				rec.call(t, s.Elapsed(), err == nil, level >= criticalLevel)
-				// The next call at the next slot of the client's pace: a
-				// slot missed while a call ran (or waited out a hold) is
-				// a call that failed, as a user who gave up, so the
-				// clients never send more than Offered calls.
-				now := s.Elapsed()
-				for t += every; t < now && t < l.Length; t += every {
-					rec.call(t, t, false, level >= criticalLevel)
-				}
-				if t >= l.Length {
-					s.Yield()
-					return
-				}
-				s.Wake(t, wake)
-				s.Yield()
-				<-wake
+		s.Caller(start, l.Length, func(t time.Duration) time.Duration {
+			_, err := retry.Do(context.Background(), op, p)
+			rec.call(t, s.Elapsed(), err == nil, level >= criticalLevel)
+			// The next call at the next slot of the client's pace: a slot
+			// missed while a call ran (or waited out a hold) is a call
+			// that failed, as a user who gave up, so the clients never
+			// send more than Offered calls.
+			now := s.Elapsed()
+			for t += every; t < now && t < l.Length; t += every {
+				rec.call(t, t, false, level >= criticalLevel)
 			}
-		}()
-		s.Wake(start, wake)
+			return t
+		})
 	}
 	for t := time.Second; t <= l.Length; t += time.Second {
 		s.At(t-1, func() { rec.sample(t-1, v.lim) })

@@ -14,11 +14,12 @@ type shedConfig struct {
 	Clients  int
 	Length   time.Duration // of the overload and priority runs
 	Hang     time.Duration // of the outage
+	After    time.Duration // the outage run goes on for After once the server healed
 	Seed     uint64
 }
 
 func defaultShedConfig() shedConfig {
-	return shedConfig{Capacity: 20, Clients: 1000, Length: time.Minute, Hang: time.Minute, Seed: 1}
+	return shedConfig{Capacity: 20, Clients: 1000, Length: time.Minute, Hang: time.Minute, After: 40 * time.Second, Seed: 1}
 }
 
 // base is the load every run starts from: the server, the clients, at
@@ -32,18 +33,17 @@ func (c shedConfig) base(offered float64) shedLoad {
 }
 
 // The outage: the server's workers stop for Hang, from outageFrom, under
-// a load the server can take; the run goes on for outageAfter once it has
+// a load the server can take; the run goes on for After once it has
 // healed.
 const (
 	outageFrom    = 10 * time.Second
-	outageAfter   = 40 * time.Second
 	outageOffered = 0.8
 )
 
 func (c shedConfig) outage() shedLoad {
 	l := c.base(outageOffered)
 	l.HangFrom, l.Hang = outageFrom, c.Hang
-	l.Length, l.Settled = outageFrom+c.Hang+outageAfter, outageFrom+c.Hang
+	l.Length, l.Settled = outageFrom+c.Hang+max(c.After, callPatience+time.Second), outageFrom+c.Hang
 	return l
 }
 
