@@ -28,7 +28,7 @@ func (c shedConfig) base(offered float64) shedLoad {
 	return shedLoad{
 		Capacity: c.Capacity, Service: 10 * time.Millisecond, Clients: c.Clients,
 		Offered: offered, Timeout: 250 * time.Millisecond,
-		Length: c.Length, Settled: c.Length / 6, Seed: c.Seed,
+		Length: c.Length, Settled: (c.Length / 6).Truncate(time.Second), Seed: c.Seed,
 	}
 }
 
@@ -132,9 +132,12 @@ type shedRow struct {
 	Calls, TimedOut float64
 }
 
+// settled is the seconds that sum(l.Settled, l.Length) adds up.
+func settled(l shedLoad) float64 { return float64(int(l.Length/time.Second) - int(l.Settled/time.Second)) }
+
 func summarize(l shedLoad, c shedControl, r *shedRecorder) shedRow {
 	s := r.sum(l.Settled, l.Length)
-	secs := (l.Length - l.Settled).Seconds()
+	secs := settled(l)
 	return shedRow{
 		Control:        c,
 		Goodput:        float64(s.Good) / secs / l.rate(),
@@ -201,7 +204,7 @@ type priorityRow struct {
 
 func summarizePriority(l shedLoad, c shedControl, r *shedRecorder) priorityRow {
 	s := r.sum(l.Settled, l.Length)
-	secs := (l.Length - l.Settled).Seconds()
+	secs := settled(l)
 	demand := min((1-l.SheddableShare)*l.Offered*l.rate(), l.rate())
 	return priorityRow{Control: c,
 		Critical:  float64(s.GoodCrit) / secs / demand,

@@ -89,9 +89,9 @@ func (a *algo) latency() float64 {
 // the limit moves.
 func (a *algo) sample(start, now time.Time, inflight int, overloaded bool) {
 	if a.probing {
-		// The probe counts only requests admitted once what the old limit
-		// let in has drained under the new one: they queued behind
-		// nothing that came before.
+		// The probe counts only requests admitted once the count in
+		// flight has fallen under the halved limit: what the old limit
+		// let in beyond it has drained, and does not stand in their way.
 		if a.probeFrom.IsZero() && float64(inflight-1) < a.limit {
 			a.probeFrom = now
 		}
