@@ -133,7 +133,9 @@ type shedRow struct {
 }
 
 // settled is the seconds that sum(l.Settled, l.Length) adds up.
-func settled(l shedLoad) float64 { return float64(int(l.Length/time.Second) - int(l.Settled/time.Second)) }
+func settled(l shedLoad) float64 {
+	return float64(int(l.Length/time.Second) - int(l.Settled/time.Second))
+}
 
 func summarize(l shedLoad, c shedControl, r *shedRecorder) shedRow {
 	s := r.sum(l.Settled, l.Length)
