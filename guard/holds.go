@@ -59,6 +59,12 @@ type HoldEpoch uint64
 //
 // The zero Holds is ready to use; it is safe for concurrent use.
 type Holds struct {
+	// Rand, if set, returns the uniform draw in [0, 1) that places a
+	// released attempt in the spread [math/rand/v2.Float64]. Set it before
+	// first use, with a fake clock, to make a simulation repeat; the
+	// goroutines that Wait call it, concurrently if they run at once.
+	Rand func() float64
+
 	n     atomic.Int32  // len(m), read without the lock: most of the time nothing is held
 	epoch atomic.Uint64 // bumped when a hold begins
 	mu    sync.Mutex
@@ -175,7 +181,7 @@ func (s *Holds) Wait(ctx context.Context, clk Clock, key string, failFast bool) 
 				return nil
 			}
 			queued = false // after the jitter, look once more: a new hold may have begun
-			if err := sleep(ctx, clk, time.Duration(rand.Float64()*float64(spread))); err != nil {
+			if err := sleep(ctx, clk, time.Duration(s.random()*float64(spread))); err != nil {
 				return err
 			}
 			continue
@@ -213,6 +219,14 @@ func (s *Holds) Wait(ctx context.Context, clk Clock, key string, failFast bool) 
 			return err
 		}
 	}
+}
+
+// random is the draw that places a released attempt in the spread.
+func (s *Holds) random() float64 {
+	if s.Rand != nil {
+		return s.Rand()
+	}
+	return rand.Float64()
 }
 
 // sleepUntil waits until t on clk, or until changed is closed; it returns

@@ -196,3 +196,34 @@ func waitHold(s *guard.Holds, ctx context.Context, clk guard.Clock, key string, 
 	}
 	return 0, err
 }
+
+// Holds.Rand places the attempts a hold released in its spread: the same
+// draws, the same instants, so that a simulation repeats.
+func TestHoldRandPlacesReleasedAttempts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := guard.Holds{Rand: func() float64 { return 0.5 }}
+		s.Hold("a", time.Now(), 4*time.Second) // a spread of 1s
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		var wg sync.WaitGroup
+		for range guard.HoldProbes + 2 {
+			wg.Go(func() {
+				_, err := waitHold(&s, context.Background(), nil, "a", false)
+				assert.NoError(t, err)
+				mu.Lock()
+				at = append(at, time.Since(start))
+				mu.Unlock()
+			})
+		}
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		s.Clear("a", s.Epoch()) // a probe's answer: served
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		want := []time.Duration{4 * time.Second, 4 * time.Second, 4 * time.Second, 4500 * time.Millisecond, 4500 * time.Millisecond}
+		assert.Equal(t, want, at, "the probes at the hold's end, the others half a spread after the clear")
+	})
+}

@@ -19,12 +19,12 @@ const (
 	// limit×g + √limit, smoothed, where g = Tolerance × minimum / recent,
 	// clamped to [0.5, 1]. The recent latency is the average of the last
 	// 25; the minimum, the smallest such average since the last probe:
-	// every 10 s the limit drops to 3 for 25 requests to measure the
-	// unloaded latency (Envoy does so every 60 s), since a server that
-	// stays loaded would otherwise take its loaded latency for its
-	// minimum. So the limit grows by about √limit while latency stays
-	// within Tolerance of its minimum and the limit is in use, and shrinks
-	// when work queues inside the server.
+	// every 20 windows in which the limit was in use, the limit halves for
+	// one window, so that what queued inside the server drains and its
+	// unqueued latency is measured again (as Envoy measures its minRTT).
+	// So the limit grows by about √limit while latency stays within Tolerance of
+	// its minimum and the limit is in use, and shrinks when work queues
+	// inside the server.
 	Gradient Algorithm = iota
 	// AIMD adds one to the limit every 25 requests while their average
 	// latency stays under twice the minimum (measured as Gradient does) and

@@ -87,17 +87,23 @@ func writePanels(base, title string, l load, runs []guardRun, capacity float64, 
 			}
 		}
 		if capacity > 0 {
-			c := plotter.NewFunction(func(float64) float64 { return capacity })
-			c.Color = color.RGBA{R: 200, A: 255}
-			c.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(c)
-			if i == 0 {
-				p.Legend.Add(fmt.Sprintf("capacity C = %g/s", capacity), c)
-			}
+			addCapacity(p, capacity, i == 0)
 		}
 		p.Legend.Top = true
 		plots[i] = []*plot.Plot{p}
 	}
 	w, h := 24*vg.Centimeter, vg.Length(len(runs))*4.5*vg.Centimeter+vg.Centimeter
 	return saveStacked(base, w, h, title, plots)
+}
+
+// addCapacity draws a capacity of c per second across p, as a dashed red
+// line, in the legend if legend is set.
+func addCapacity(p *plot.Plot, c float64, legend bool) {
+	f := plotter.NewFunction(func(float64) float64 { return c })
+	f.Color = color.RGBA{R: 200, A: 255}
+	f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(f)
+	if legend {
+		p.Legend.Add(fmt.Sprintf("capacity C = %g/s", c), f)
+	}
 }

@@ -199,29 +199,13 @@ func runGuarded(l load, c control, keepArrivals bool) (guardRun, error) {
 			b.Budgeted++
 		}
 	}
-	// Each caller is a goroutine that sleeps between its calls: one
-	// goroutine per caller, not per call, which the race detector makes
-	// costly.
+	// Each caller is a goroutine that sleeps between its calls (vsim.Caller).
 	for range l.Clients {
 		start := time.Duration(rng.Int64N(int64(l.Every)))
-		if start >= l.Length {
-			continue
-		}
-		wake := make(chan struct{})
-		go func() {
-			<-wake
-			for t := start; ; {
-				call(t)
-				if t += l.Every; t >= l.Length {
-					s.Yield()
-					return
-				}
-				s.Wake(t, wake)
-				s.Yield()
-				<-wake
-			}
-		}()
-		s.Wake(start, wake)
+		s.Caller(start, l.Length, func(t time.Duration) time.Duration {
+			call(t)
+			return t + l.Every
+		})
 	}
 	for t := l.Bucket; t <= l.Length; t += l.Bucket {
 		s.At(t-1, func() {

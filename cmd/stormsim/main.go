@@ -11,7 +11,10 @@
 // front of a backend that is down, overloaded or slightly flaky, or that
 // sees 10 calls an hour, and run every call through a real
 // retry.Do in virtual time; logs sends a failing origin's requests through
-// a retryhttp.Transport with a sampled Logger. Nothing sleeps: a run is a
+// a retryhttp.Transport with a sampled Logger. The shed scenario puts the
+// server side in front of a server of limited capacity: no shedding, a
+// fixed limit, or package shed's adaptive Limiter (its own engine), against
+// clients that honour its Retry-After or ignore it. Nothing sleeps: a run is a
 // loop over an event queue, and the same seed gives the same numbers (the
 // Throttle's refusals are drawn from a seeded ThrottleOptions.Rand).
 //
@@ -22,6 +25,7 @@
 //	go run . -scenario b -n 10:100:10 -runs 20
 //	go run . -out ../../docs/stormsim
 //	go run . -scenario guards -out ../../docs/stormsim   # outage, overload, light, lowtraffic, probes, logs
+//	go run . -scenario shed -out ../../docs/stormsim     # server-side shedding
 package main
 
 import (
@@ -54,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	a, b := defaultStorm(), defaultContention()
 	fs := flag.NewFlagSet("stormsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "all", "which scenarios to run, comma-separated: a, b, outage, overload, light, lowtraffic, probes, logs, guards (the last six) or all")
+	scenario := fs.String("scenario", "all", "which scenarios to run, comma-separated: a, b, outage, overload, light, lowtraffic, probes, logs, guards (those six), shed or all")
 	out := fs.String("out", "out", "folder for the CSV files and the charts (created if missing)")
 	seed := fs.Uint64("seed", 1, "seed of the random streams; the same seed gives the same numbers")
 	runs := fs.Int("runs", 100, "runs per row (A) and per N and strategy (B)")
@@ -71,6 +75,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&g.Runs, "guard-runs", g.Runs, "outage, overload, lowtraffic: runs per row, seeds seed..seed+runs-1 (their mean, or sum, is shown)")
 	fs.IntVar(&g.Clients, "guard-clients", g.Clients, "outage, overload, light, probes: callers sharing one Policy")
 	fs.IntVar(&g.LogRate, "log-rate", g.LogRate, "logs: failing requests per second in the first minute")
+	sc := defaultShedConfig()
+	fs.IntVar(&sc.Clients, "shed-clients", sc.Clients, "shed: clients, each a process of its own")
+	fs.IntVar(&sc.Capacity, "shed-capacity", sc.Capacity, "shed: C, the requests the server works on at once (10 ms each)")
+	fs.DurationVar(&sc.Length, "shed-length", sc.Length, "shed: length of the overload and priority runs")
+	fs.DurationVar(&sc.Hang, "shed-outage", sc.Hang, "shed: how long the server's work stops in the outage")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if b.Clients, err = parseCounts(*ns); err != nil {
 		return fmt.Errorf("-n: %w", err)
 	}
-	var doA, doB bool
+	var doA, doB, doShed bool
 	for _, name := range strings.Split(*scenario, ",") {
 		switch strings.TrimSpace(name) {
 		case "a":
@@ -101,19 +110,24 @@ func run(args []string, stdout, stderr io.Writer) error {
 			g.Probes = true
 		case "logs":
 			g.Logs = true
+		case "shed":
+			doShed = true
 		case "guards":
 			g.Outage, g.Overload, g.Light, g.LowTraffic, g.Probes, g.Logs = true, true, true, true, true, true
 		case "all":
-			doA, doB = true, true
+			doA, doB, doShed = true, true, true
 			g.Outage, g.Overload, g.Light, g.LowTraffic, g.Probes, g.Logs = true, true, true, true, true, true
 		default:
-			return fmt.Errorf("-scenario %q: want a comma-separated list of a, b, outage, overload, light, lowtraffic, probes, logs, guards, all", *scenario)
+			return fmt.Errorf("-scenario %q: want a comma-separated list of a, b, outage, overload, light, lowtraffic, probes, logs, guards, shed, all", *scenario)
 		}
 	}
 	if g.Clients < 1 || g.LogRate < 1 || g.Runs < 1 {
 		return fmt.Errorf("-guard-clients %d, -log-rate %d, -guard-runs %d: want at least 1", g.Clients, g.LogRate, g.Runs)
 	}
-	g.Seed = *seed
+	g.Seed, sc.Seed = *seed, *seed
+	if sc.Clients < 1 || sc.Capacity < 1 || sc.Length < 6*time.Second || sc.Hang < 0 {
+		return fmt.Errorf("-shed-clients %d, -shed-capacity %d, -shed-length %v, -shed-outage %v: want at least 1, 1, 6s and 0", sc.Clients, sc.Capacity, sc.Length, sc.Hang)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -156,6 +170,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if g.any() {
 		if err := runGuards(g, stdout, stderr, dir); err != nil {
+			return err
+		}
+	}
+	if doShed {
+		res, err := simulateShed(sc)
+		if err != nil {
+			return fmt.Errorf("shed: %w", err)
+		}
+		writeShedTables(stdout, res)
+		err = writeFiles(stderr, dir,
+			file{"shed.csv, shed_outage.csv, shed_priority.csv, shed_series.csv", func() error { return writeShedCSVs(dir, res) }},
+			file{"shed_overload.png, .svg, shed_outage.png, .svg", func() error { return writeShedCharts(dir, res) }},
+		)
+		if err != nil {
 			return err
 		}
 	}

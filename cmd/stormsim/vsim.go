@@ -61,6 +61,30 @@ func (s *vsim) Yield() { s.back <- struct{}{} }
 // hand-offs: a sampler of state, which must neither block nor wait.
 func (s *vsim) At(at time.Duration, f func()) { s.push(wakeup{at: at, inline: f}) }
 
+// Caller runs a caller on a goroutine of its own: step at virtual time
+// start, then again at each time step returns, until it returns one at or
+// past end. One goroutine per caller, not per call, which the race
+// detector makes costly.
+func (s *vsim) Caller(start, end time.Duration, step func(t time.Duration) (next time.Duration)) {
+	if start >= end {
+		return
+	}
+	wake := make(chan struct{})
+	go func() {
+		<-wake
+		for t := start; ; {
+			if t = step(t); t >= end {
+				s.Yield()
+				return
+			}
+			s.Wake(t, wake)
+			s.Yield()
+			<-wake
+		}
+	}()
+	s.Wake(start, wake)
+}
+
 // sleep blocks the running goroutine for d of virtual time.
 func (s *vsim) sleep(d time.Duration) {
 	ch := make(chan struct{})

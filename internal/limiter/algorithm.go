@@ -24,20 +24,29 @@ const (
 	// limit moves once a window. An average, not single samples, because
 	// one sample's latency varies more than queueing moves it.
 	Window = 25
-	// ProbeEvery is how often an adaptive limit drops to ProbeLimit for
-	// one window to measure the unloaded latency, as Envoy's adaptive
-	// concurrency filter does (its default: every 60 s, at 3). Between
-	// probes the minimum is the smallest window average since the last
-	// one. Without probes, a server that stays loaded sees only loaded
-	// latencies, takes them for its minimum, and its limit creeps up.
-	ProbeEvery = 10 * time.Second
-	ProbeLimit = 3
-	backoff    = 0.9 // multiplicative decrease on overload
-	aimdDrop   = 2.0 // AIMD: a window this many times the minimum is overload
+	// Baseline is the number of busy windows (windows that saw the limit
+	// in use) between two probes of the minimum latency.
+	Baseline = 20
+	backoff  = 0.9 // multiplicative decrease on overload
+	aimdDrop = 2.0 // AIMD: a window this many times the baseline is overload
 )
 
 // algo is the state of the limit's algorithm, under the Limiter's lock.
 // Latencies are float64 nanoseconds.
+//
+// The baseline, "the minimum", is the latency when nothing queued inside
+// the service. Under overload that never lets up every window is queued,
+// so a minimum over recent windows drifts up to the queued latency and the
+// limit grows without end (Gradient2's long-term average drifts the same
+// way). So the baseline is measured, as Envoy's adaptive concurrency
+// filter measures its minRTT: once every Baseline busy windows the limit
+// halves for one window of requests admitted once the count in flight has
+// fallen under it, so that what queued inside the service has drained;
+// that window's average is the new
+// baseline, and until the next probe the baseline only falls, to the
+// smallest window since. Then the limit is restored. A probe costs
+// about one window at half the limit; it also lets the baseline rise when
+// the service itself has become slower.
 type algo struct {
 	kind                 Algorithm
 	limit, lo, hi        float64
@@ -47,12 +56,12 @@ type algo struct {
 	n                int     // and their number
 	busy, overloaded bool    // this window saw the limit in use / an overload
 	recent           float64 // the last window's average
-	minimum          float64 // the smallest window average since the last probe
+	baseline         float64 // the smallest window average since the last probe
 
-	probing    bool
-	probeStart time.Time // samples of work begun before it are not the probe's
-	nextProbe  time.Time // zero: at the first sample
-	saved      float64   // the limit before the probe
+	busyWindows int       // since the last probe
+	probeFrom   time.Time // when a probe's limit was reached; only requests admitted since count
+	probing     bool
+	restore     float64 // the limit before the probe
 }
 
 func newAlgo(c Config) algo {
@@ -63,9 +72,8 @@ func newAlgo(c Config) algo {
 	}
 }
 
-// base is the minimum latency: the smallest window average since the
-// last probe.
-func (a *algo) base() float64 { return a.minimum }
+// base is the baseline latency, 0 before the first window.
+func (a *algo) base() float64 { return a.baseline }
 
 // latency is the recent latency: the last window's average, or the
 // running one before the first window ends.
@@ -76,20 +84,22 @@ func (a *algo) latency() float64 {
 	return a.recent
 }
 
-// sample feeds one latency (ns) of work begun at start and ended at now,
-// with the count in flight, or an overload; at the end of a window the
-// limit moves.
-func (a *algo) sample(start, now time.Time, rtt float64, inflight int, overloaded bool) {
-	if a.kind != Fixed && !a.probing && !now.Before(a.nextProbe) {
-		a.probing, a.probeStart, a.saved = true, now, a.limit
-		a.limit = min(a.limit, max(a.lo, ProbeLimit))
-		a.sum, a.n, a.busy, a.overloaded = 0, 0, false, false
-		return
+// sample feeds the latency of a request admitted at start and done at
+// now, with the count in flight, or an overload; at the end of a window
+// the limit moves.
+func (a *algo) sample(start, now time.Time, inflight int, overloaded bool) {
+	if a.probing {
+		// The probe counts only requests admitted once the count in
+		// flight has fallen under the halved limit: what the old limit
+		// let in beyond it has drained, and does not stand in their way.
+		if a.probeFrom.IsZero() && float64(inflight-1) < a.limit {
+			a.probeFrom = now
+		}
+		if a.probeFrom.IsZero() || start.Before(a.probeFrom) {
+			return
+		}
 	}
-	if a.probing && start.Before(a.probeStart) {
-		return // begun at the old limit: not an unloaded latency
-	}
-	a.sum += max(rtt, 1)
+	a.sum += max(float64(now.Sub(start)), 1)
 	a.n++
 	a.busy = a.busy || float64(inflight) >= a.limit/2
 	a.overloaded = a.overloaded || overloaded
@@ -100,14 +110,17 @@ func (a *algo) sample(start, now time.Time, rtt float64, inflight int, overloade
 	busy, over := a.busy, a.overloaded
 	a.sum, a.n, a.busy, a.overloaded = 0, 0, false, false
 	if a.probing {
-		a.probing, a.minimum, a.limit = false, a.recent, a.saved
-		a.nextProbe = now.Add(ProbeEvery)
-		return
-	}
-	if a.minimum == 0 || a.recent < a.minimum {
-		a.minimum = a.recent
+		a.probing, a.baseline, a.limit = false, a.recent, a.restore
+	} else if a.baseline == 0 || a.recent < a.baseline {
+		a.baseline = a.recent
 	}
 	a.move(busy, over)
+	if a.kind != Fixed && busy {
+		if a.busyWindows++; a.busyWindows >= Baseline {
+			a.busyWindows, a.probing, a.probeFrom, a.restore = 0, true, time.Time{}, a.limit
+			a.set(a.limit / 2)
+		}
+	}
 }
 
 // move moves the limit at the end of a window. The limit grows only when

@@ -238,7 +238,7 @@ func (l *Limiter) Release(start, now time.Time, o Outcome) {
 	}
 	l.mu.Lock()
 	if !l.cfg.NoSamples && o != Ignored {
-		l.alg.sample(start, now, float64(now.Sub(start)), int(l.inflight.Load())+1, o == Overloaded)
+		l.alg.sample(start, now, int(l.inflight.Load())+1, o == Overloaded)
 		l.limit.Store(max(1, int64(l.alg.limit)))
 	}
 	if l.waiting.Load() > 0 {

@@ -18,11 +18,11 @@ type shedRate struct {
 // RetryAfter is the wait a request shed at now is told: at least the time
 // the queue needs to drain at the recent latency (and one second), plus a
 // share u ∈ [0, 1) of a window of at least two seconds, as many times
-// that as requests were shed for each one admitted in the last second, so
-// that the shed come back spread over more time than they took to arrive
-// rather than at one instant. The window is cut to fit under maxWait,
-// not clamped, so that the cap is not where the fleet piles up. Whole
-// seconds, rounded down, at least one.
+// that as requests were shed in the last second for each one the server
+// can serve in it, so that the shed come back spread over more time than
+// they took to arrive rather than at one instant. The window is cut to
+// fit under maxWait, not clamped, so that the cap is not where the fleet
+// piles up. Whole seconds, rounded down, at least one.
 func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) time.Duration {
 	base := max(time.Second, l.Drain())
 	if base >= maxWait {
@@ -34,15 +34,26 @@ func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) ti
 	return min(max(d, time.Second), maxWait)
 }
 
-// shedRatio is the requests shed for each one admitted over the last
-// second or more, capped at 60.
+// shedRatio is the requests shed for each one the server can serve, over
+// the last second or more, capped at 60. What it can serve is what it
+// admitted, or, if more, what its limit lets through at the recent
+// latency: a server whose work hangs admits nothing, and counting only
+// what it admitted would tell the shed to stay away for maxWait, long
+// after it has healed.
 func (l *Limiter) shedRatio(now time.Time) float64 {
+	l.mu.Lock()
+	recent := l.alg.latency()
+	l.mu.Unlock()
 	r := &l.rate
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d := now.Sub(r.since); d >= time.Second || d < 0 {
 		shed, admit := l.shed.Load(), l.admitted.Load()
-		r.ratio = min(60, float64(shed-r.lastShed)/float64(max(admit-r.lastAdmit, 1)))
+		served := float64(admit - r.lastAdmit)
+		if recent > 0 && d > 0 {
+			served = max(served, float64(l.limit.Load())*float64(d)/recent)
+		}
+		r.ratio = min(60, float64(shed-r.lastShed)/max(served, 1))
 		r.since, r.lastShed, r.lastAdmit = now, shed, admit
 	}
 	return r.ratio

@@ -1,0 +1,94 @@
+package limiter_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/stormguard/retry/internal/limiter"
+)
+
+// service is a service of capacity concurrent requests behind l, whose
+// excess waits inside it (FIFO), with more demand than any limit admits,
+// on fake time.
+type service struct {
+	l        *limiter.Limiter
+	capacity int
+	now      time.Time
+	waiting  []time.Time // admitted, waiting for a worker
+	busy     []job
+}
+
+type job struct{ start, end time.Time }
+
+func newService(l *limiter.Limiter, capacity int) *service {
+	return &service{l: l, capacity: capacity, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+// run serves n requests of d each, and returns the limit after each.
+func (s *service) run(n int, d time.Duration) []int {
+	limits := make([]int, 0, n)
+	for range n {
+		for s.l.TryAcquire() {
+			s.waiting = append(s.waiting, s.now)
+		}
+		for len(s.busy) < s.capacity && len(s.waiting) > 0 {
+			s.busy = append(s.busy, job{s.waiting[0], s.now.Add(d)})
+			s.waiting = s.waiting[1:]
+		}
+		i := 0
+		for k, j := range s.busy {
+			if j.end.Before(s.busy[i].end) {
+				i = k
+			}
+		}
+		j := s.busy[i]
+		s.busy = slices.Delete(s.busy, i, i+1)
+		s.now = j.end
+		s.l.Release(j.start, s.now, limiter.Success)
+		limits = append(limits, s.l.Stats().Limit)
+	}
+	return limits
+}
+
+// Under overload that never lets up, every window is queued inside the
+// service, so the baseline (the smallest of the last Baseline windows)
+// would drift up to the queued latency and the Gradient limit grow to
+// Max. The probe (the limit halves once every Baseline busy windows)
+// drains the service's own queue and measures its latency unqueued again,
+// so the limit stays within Tolerance or so of the capacity.
+func TestGradientHoldsUnderSustainedOverload(t *testing.T) {
+	t.Parallel()
+	const capacity = 10
+	l := limiter.New(limiter.Config{
+		Algorithm: limiter.Gradient, Initial: 20, Min: 1, Max: 1000,
+		Tolerance: 1.5, Smoothing: 0.2,
+	})
+	limits := newService(l, capacity).run(50_000, 10*time.Millisecond)
+	late := limits[len(limits)/2:]
+	assert.LessOrEqual(t, slices.Max(late), 3*capacity, "highest limit in the second half")
+	assert.GreaterOrEqual(t, slices.Min(late), capacity/2, "lowest limit in the second half")
+}
+
+// When the service itself becomes slower, the probes let the baseline
+// rise to its new latency, and the limit comes back to its capacity; a
+// baseline that only fell would take every window for queueing and drive
+// the limit down to Min.
+func TestGradientFollowsASlowerService(t *testing.T) {
+	t.Parallel()
+	const capacity = 10
+	l := limiter.New(limiter.Config{
+		Algorithm: limiter.Gradient, Initial: 20, Min: 1, Max: 1000,
+		Tolerance: 1.5, Smoothing: 0.2,
+	})
+	s := newService(l, capacity)
+	s.run(20_000, 10*time.Millisecond)
+	limits := s.run(50_000, 30*time.Millisecond)
+	late := limits[len(limits)/2:]
+	assert.GreaterOrEqual(t, slices.Min(late), capacity/2, "lowest limit in the second half")
+	assert.LessOrEqual(t, slices.Max(late), 3*capacity, "highest limit in the second half")
+	st := l.Stats()
+	assert.InDelta(t, 30*time.Millisecond, st.MinLatency, float64(5*time.Millisecond), "MinLatency = %v, want about 30ms", st.MinLatency)
+}
