@@ -39,6 +39,8 @@ type entry struct {
 	http     []int
 	grpc     []uint32
 	hedging  *Hedging
+
+	staleIfError time.Duration // 0 when not set
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a

@@ -22,7 +22,10 @@
 // ("full", "equal", "decorrelated", "none", or "band:0.3" for
 // [retry.BandJitter] with that spread), retryableStatusCodes, budget (the
 // name of a member of "budgets"), breaker (of "breakers"), throttle (of
-// "throttles") and hedging (see [Hedging]). Durations are
+// "throttles"), hedging (see [Hedging]) and staleIfError (a positive
+// duration: the age up to which the policy's HTTP GET and HEAD requests
+// accept a stored response in place of a failure, see
+// [Config.StaleIfError]). Durations are
 // strings in Go's form, which includes the proto3 JSON form: "200ms",
 // "1.5s", "0.2s", "1m30s". A bare number is an error, not a guess at a unit.
 // maxAttempts 0 is an error too: write 1 for no retries, or leave the field

@@ -148,6 +148,14 @@ type Transport struct {
 	// itself reaches the caller after RoundTrip has closed the response.
 	OnDone func(ctx context.Context, s Summary)
 
+	// Stale, if set, keeps the successful responses to GET and HEAD
+	// requests, and answers a request that failed for good with the one
+	// stored for it, when its origin allowed that (Cache-Control:
+	// stale-if-error, RFC 5861) or the caller asked ([WithStaleIfError])
+	// [none]. See [StaleCache] for what is stored, and docs/http.md for
+	// the rules.
+	Stale *StaleCache
+
 	auth    origins     // credential state, per origin
 	held    guard.Holds // hosts that asked to be held back, per origin, unless Guards.Holds
 	sampler logSampler  // the Logger's groups of similar lines
@@ -217,6 +225,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		resp, tr, err = c.roundTrip(p)
 	}
+	resp, tr, err = c.stale(resp, tr, err)
 	if t.OnDone != nil {
 		c.reported = true
 		t.OnDone(req.Context(), c.summary(tr, resp, err))
@@ -272,7 +281,9 @@ func (c *call) policy(hedged bool) retry.Policy {
 	if opts.policy != nil {
 		p = *opts.policy
 	} else if t.Policies != nil {
-		p = NamedPolicy(t.Policies.Config(), opts.policyName)
+		cfg := t.Policies.Config()
+		p = NamedPolicy(cfg, opts.policyName)
+		c.configStale = namedStale(cfg, opts.policyName)
 	}
 	c.clk = p.Clock
 	if p.Classifier == nil {
