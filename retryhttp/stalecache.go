@@ -174,8 +174,10 @@ func (s *StaleCache) newEntry(req *http.Request, resp *http.Response, cc *cacheC
 		e.header = make(http.Header)
 	}
 	e.header.Del("Age") // set afresh on each stale answer
-	if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
-		e.date = d
+	if v := resp.Header.Get("Date"); v != "" {
+		if d, err := http.ParseTime(v); err == nil {
+			e.date = d
+		}
 	}
 	e.freshness = cc.freshness(resp.Header, e.date)
 	e.vary = varyNames(resp.Header)

@@ -262,3 +262,37 @@ func TestStaleCacheIsPassive(t *testing.T) {
 		assert.False(t, retryhttp.IsStale(resp))
 	})
 }
+
+// Many requests share one cache at once, storing, evicting and serving
+// from it, while the origin goes up and down: the cache stays within its
+// bounds, and every answer is either the origin's or a stored one, whole.
+func TestStaleCacheUnderConcurrentUse(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(bytesOf(500), "Cache-Control", "stale-if-error=60")
+	tr := staleTransport(t, o, retryhttp.StaleOptions{MaxBytes: 8 << 10, MaxEntryBytes: 2 << 10})
+	tr.Policy = retry.Policy{MaxAttempts: 1}
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 50 {
+				if g == 0 && i%10 == 0 {
+					o.setDown(i%20 == 0)
+				}
+				resp, body, err := fetch(t, t.Context(), tr, "http://api.test/"+string(rune('a'+(g+i)%12)))
+				if !assert.NoError(t, err) {
+					return
+				}
+				if resp.StatusCode == http.StatusOK || retryhttp.IsStale(resp) {
+					assert.Len(t, body, 500)
+				}
+			}
+		}()
+	}
+	for range 8 {
+		recv(t, done, "a worker")
+	}
+	n, size := tr.Stale.Len()
+	assert.LessOrEqual(t, size, int64(8<<10))
+	assert.LessOrEqual(t, n, 12)
+}

@@ -175,6 +175,8 @@ func NewClient(p retry.Policy) *http.Client {
 // both why retrying stopped (retry.ErrExhausted, retry.ErrDeadline, …) and
 // that attempt's error. An error the Transport would not retry comes marked
 // with retry.Permanent, so that an outer retry loop does not retry it either.
+// With Stale, a GET or HEAD that failed for good may be answered instead
+// with a stored response, which [IsStale] reports.
 //
 // Inside an outer retry loop (a retry.Do whose op makes the request), the
 // Transport makes one attempt and leaves retrying to that loop. A
