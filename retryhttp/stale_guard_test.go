@@ -127,6 +127,20 @@ func TestStaleNeverServedToACallerWhoGaveUp(t *testing.T) {
 		assert.Nil(t, resp)
 	})
 	synctest.Test(t, func(t *testing.T) {
+		// The caller cancels just as the last attempt is judged: the loop
+		// has given up, but the caller no longer waits.
+		o := newOrigin("v1")
+		ctx, cancel := context.WithCancel(t.Context())
+		tr, _ := stored(t, o, retry.Policy{MaxAttempts: 1, Classifier: func(ctx context.Context, a retry.Attempt) retry.Decision {
+			cancel()
+			return retryhttp.DefaultClassifier(ctx, a)
+		}})
+		resp, _, err := fetch(t, ctx, tr, "http://api.test/")
+		if err == nil {
+			assert.False(t, retryhttp.IsStale(resp))
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
 		o := newOrigin("v1")
 		tr, _ := stored(t, o, retry.Policy{MaxAttempts: 10})
 		tr.Base = retrytest.HandlerTransport(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {

@@ -109,7 +109,8 @@ func fetch(t *testing.T, ctx context.Context, tr http.RoundTripper, url string, 
 func TestStaleServedWhenAttemptsRunOut(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		o := newOrigin("v1", "Cache-Control", "max-age=0, stale-if-error=60", "Content-Type", "text/plain")
+		o := newOrigin("v1", "Cache-Control", "max-age=0, stale-if-error=60", "Content-Type", "text/plain",
+			"Connection", "X-Hop", "X-Hop", "1", "Keep-Alive", "timeout=5")
 		tr := staleTransport(t, o, retryhttp.StaleOptions{})
 		tr.Policy = retry.Policy{Jitter: retry.NoJitter} // waits of 200ms, 400ms, 800ms
 		var sums []retryhttp.Summary
@@ -131,6 +132,9 @@ func TestStaleServedWhenAttemptsRunOut(t *testing.T) {
 		// not the stored response's age: the wait ran after it was stored.
 		assert.Equal(t, "31", resp.Header.Get("Age"), "30s since stored, then 1.4s of retries")
 		assert.Equal(t, "text/plain", resp.Header.Get("Content-Type"))
+		for _, f := range []string{"Connection", "X-Hop", "Keep-Alive"} {
+			assert.Empty(t, resp.Header.Values(f), "hop-by-hop %s kept", f)
+		}
 		assert.Equal(t, int64(2), resp.ContentLength)
 		assert.Equal(t, 1+4, o.hitCount(), "every attempt went to the origin first")
 

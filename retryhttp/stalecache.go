@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -174,6 +175,16 @@ func (s *StaleCache) newEntry(req *http.Request, resp *http.Response, cc *cacheC
 		e.header = make(http.Header)
 	}
 	e.header.Del("Age") // set afresh on each stale answer
+	// Hop-by-hop fields describe the connection the response came on, not
+	// the response (RFC 9111 §3.1, RFC 9110 §7.6.1): not kept.
+	for _, f := range e.header.Values("Connection") {
+		for _, n := range strings.Split(f, ",") {
+			e.header.Del(strings.TrimSpace(n))
+		}
+	}
+	for _, n := range [...]string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer"} {
+		e.header.Del(n)
+	}
 	if v := resp.Header.Get("Date"); v != "" {
 		if d, err := http.ParseTime(v); err == nil {
 			e.date = d

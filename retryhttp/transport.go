@@ -19,7 +19,7 @@ import (
 // retry.Policy (4 attempts, a backoff from 200ms doubling to 5s with full
 // jitter) with [DefaultClassifier], keys read from the Idempotency-Key
 // header but none generated, Retry-After waited for up to a minute, no
-// credential refresh, no attempt header, no logging.
+// credential refresh, no attempt header, no logging, no stale answers.
 //
 // A Transport is safe for concurrent use. It must not be copied after first
 // use: it keeps the credential state of each origin.
