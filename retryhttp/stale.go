@@ -88,7 +88,7 @@ func (c *call) stale(resp *http.Response, tr retry.Trace, err error) (*http.Resp
 		if sent.IsZero() || sent.After(now) {
 			sent = now // not timed (see retry.Attempt.Start): no delay counted
 		}
-		return s.keep(c.req, resp, key, sent, now), tr, nil
+		return s.keep(c.req, resp, key, sent, now, c.clk == nil), tr, nil
 	}
 	if !c.failedForGood(tr, err) {
 		return resp, tr, err
@@ -163,16 +163,17 @@ func (e *staleEntry) response(req *http.Request, age time.Duration) *http.Respon
 	return resp
 }
 
-// keep stores resp, the successful answer to req, if it may be stored: at
-// once when it has no body, and otherwise as the caller reads it to its
-// end. It returns resp, with its body wrapped if need be; what the caller
+// keep stores resp, the successful answer to req, sent and received at
+// those times on the Transport's clock (wall: the real one), if it may be
+// stored: at once when it has no body, and otherwise as the caller reads
+// it to its end. It returns resp, with its body wrapped if need be; what the caller
 // reads is unchanged.
-func (s *StaleCache) keep(req *http.Request, resp *http.Response, key string, sent, received time.Time) *http.Response {
+func (s *StaleCache) keep(req *http.Request, resp *http.Response, key string, sent, received time.Time, wall bool) *http.Response {
 	cc, ok := mayStore(req, resp, s.opts.PerCredential)
 	if !ok {
 		return resp
 	}
-	e := s.newEntry(req, resp, &cc, key, sent, received)
+	e := s.newEntry(req, resp, &cc, key, sent, received, wall)
 	if e == nil {
 		return resp
 	}

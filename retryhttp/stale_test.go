@@ -341,3 +341,31 @@ func TestNewStaleCacheRejectsBadOptions(t *testing.T) {
 
 // bytesOf returns a string of n bytes.
 func bytesOf(n int) string { return strings.Repeat("x", n) }
+
+// On a fake clock the Age of a stale answer is the time that clock moved
+// since the response was received, whatever the server's Date says (a
+// real clock's time, not comparable with a fake one), and a new response
+// starts again from its own age.
+func TestStaleAgeOnAFakeClock(t *testing.T) {
+	t.Parallel()
+	clk := retrytest.NewClock()
+	o := newOrigin("v1", "Cache-Control", "stale-if-error=600", "Age", "2")
+	srv := newServer(t, o.ServeHTTP)
+	tr := &retryhttp.Transport{Policy: retry.Policy{MaxAttempts: 1, Clock: clk},
+		Stale: newStaleCache(t, retryhttp.StaleOptions{})}
+	client := srv.client(tr)
+	ageAfter := func(d time.Duration) string {
+		t.Helper()
+		o.setDown(false)
+		_, _, err := fetch(t, t.Context(), client.Transport, srv.URL)
+		require.NoError(t, err)
+		o.setDown(true)
+		clk.Add(d)
+		resp, _, err := fetch(t, t.Context(), client.Transport, srv.URL)
+		require.NoError(t, err)
+		require.True(t, retryhttp.IsStale(resp))
+		return resp.Header.Get("Age")
+	}
+	assert.Equal(t, "12", ageAfter(10*time.Second), "2s old when received, 10s since")
+	assert.Equal(t, "7", ageAfter(5*time.Second), "the new response's own age")
+}

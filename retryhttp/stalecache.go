@@ -24,9 +24,11 @@ const (
 	// request fields its Vary names: a server that varies on a field with
 	// endless values (User-Agent) cannot fill the cache with one URL.
 	maxVariants = 8
-	// entryOverhead is what an entry costs besides its body, headers and
-	// key, counted against MaxBytes: the entry itself and its maps.
-	entryOverhead = 256
+	// minEntryCost is the least an entry counts for against MaxBytes,
+	// whatever the size of its body, header fields and key: about what the
+	// entry itself and its maps take, so that many empty responses cannot
+	// hold more memory than MaxBytes says.
+	minEntryCost = 512
 )
 
 // ErrInvalidStaleOptions is matched by the error of [NewStaleCache] for
@@ -36,13 +38,14 @@ var ErrInvalidStaleOptions = errors.New("retryhttp: invalid stale cache options"
 // StaleOptions configures a [StaleCache]. The zero value keeps up to 32 MiB
 // of responses of up to 1 MiB each, for up to a day.
 type StaleOptions struct {
-	// MaxBytes bounds the bytes the cache holds: bodies, headers, keys, and
-	// 256 bytes per entry [32 MiB]. Past it, the least recently stored or
-	// served entries are evicted.
+	// MaxBytes bounds the bytes the cache holds: bodies, header fields and
+	// keys (method, URL, the values of the fields Vary names), each entry
+	// counted as 512 bytes at least [32 MiB]. Past it, the least recently
+	// stored or served entries are evicted.
 	MaxBytes int64
-	// MaxEntryBytes bounds one entry, counted as for MaxBytes [1 MiB, or
-	// MaxBytes if that is less]. A larger response is not stored, and
-	// reaches the caller as it came.
+	// MaxEntryBytes bounds one entry: its body, header fields and key [1
+	// MiB, or MaxBytes if that is less]. A larger response is not stored,
+	// and reaches the caller as it came.
 	MaxEntryBytes int64
 	// MaxAge is the oldest an entry may be served at, whatever an origin's
 	// stale-if-error or a caller's WithStaleIfError allows [24h]. An entry
@@ -115,7 +118,8 @@ type staleEntry struct {
 	key      string
 	vary     []string // the request fields its Vary names
 	varyVals []string // the storing request's values of them
-	size     int64
+	size     int64    // its body, header fields and key, for MaxEntryBytes
+	cost     int64    // what it counts for against MaxBytes: size, or minEntryCost
 
 	status        int
 	statusText    string
@@ -128,7 +132,7 @@ type staleEntry struct {
 
 	// What the age of RFC 9111 §4.2.3 is made of.
 	requestTime, responseTime time.Time
-	date                      time.Time // the Date field; zero if none
+	date                      time.Time // the Date field; zero if none, or on a fake clock
 	ageValue                  time.Duration
 	freshness                 time.Duration
 	staleIfError              time.Duration // the origin's; -1 if none
@@ -163,8 +167,10 @@ func (s *StaleCache) key(req *http.Request) (string, bool) {
 }
 
 // newEntry makes the entry of resp, without its body, for a response that
-// mayStore allowed; nil if its headers alone exceed MaxEntryBytes.
-func (s *StaleCache) newEntry(req *http.Request, resp *http.Response, cc *cacheControl, key string, sent, received time.Time) *staleEntry {
+// mayStore allowed; nil if its headers alone exceed MaxEntryBytes. Its Date
+// counts toward its age only when sent and received are wall times: a
+// fake clock's are not comparable with a server's clock.
+func (s *StaleCache) newEntry(req *http.Request, resp *http.Response, cc *cacheControl, key string, sent, received time.Time, wall bool) *staleEntry {
 	e := &staleEntry{
 		key: key, status: resp.StatusCode, statusText: resp.Status, proto: resp.Proto,
 		protoMajor: resp.ProtoMajor, protoMinor: resp.ProtoMinor, header: resp.Header.Clone(),
@@ -185,14 +191,16 @@ func (s *StaleCache) newEntry(req *http.Request, resp *http.Response, cc *cacheC
 	for _, n := range [...]string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer"} {
 		e.header.Del(n)
 	}
+	var date time.Time
 	if v := resp.Header.Get("Date"); v != "" {
-		if d, err := http.ParseTime(v); err == nil {
-			e.date = d
-		}
+		date, _ = http.ParseTime(v) // the zero time if malformed
 	}
-	e.freshness = cc.freshness(resp.Header, e.date)
+	e.freshness = cc.freshness(resp.Header, date)
+	if wall {
+		e.date = date
+	}
 	e.vary = varyNames(resp.Header)
-	e.size = entryOverhead + int64(len(key)+len(e.statusText)+len(e.proto))
+	e.size = int64(len(key) + len(e.statusText) + len(e.proto))
 	for _, n := range e.vary {
 		v := fieldValue(req.Header, n)
 		e.varyVals = append(e.varyVals, v)
@@ -239,7 +247,8 @@ func (e *staleEntry) age(now time.Time) time.Duration {
 func (s *StaleCache) put(e *staleEntry, body []byte) {
 	e.body = body
 	e.size += int64(len(body))
-	if e.size > s.opts.MaxEntryBytes {
+	e.cost = max(e.size, minEntryCost)
+	if e.size > s.opts.MaxEntryBytes || e.cost > s.opts.MaxBytes {
 		return
 	}
 	s.mu.Lock()
@@ -256,7 +265,7 @@ func (s *StaleCache) put(e *staleEntry, body []byte) {
 	}
 	s.byKey[e.key] = append(s.byKey[e.key], e)
 	s.pushNewest(e)
-	s.bytes += e.size
+	s.bytes += e.cost
 	s.entries++
 	for s.bytes > s.opts.MaxBytes && s.oldest != nil {
 		s.remove(s.oldest)
@@ -312,7 +321,7 @@ func (s *StaleCache) remove(e *staleEntry) {
 		s.byKey[e.key] = vs
 	}
 	s.unlink(e)
-	s.bytes -= e.size
+	s.bytes -= e.cost
 	s.entries--
 }
 

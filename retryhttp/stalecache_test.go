@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -171,7 +172,7 @@ func TestStaleEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		o := newOrigin(bytesOf(1000))
-		tr := staleTransport(t, o, retryhttp.StaleOptions{MaxBytes: 4500, MaxEntryBytes: 1500})
+		tr := staleTransport(t, o, retryhttp.StaleOptions{MaxBytes: 3500, MaxEntryBytes: 1500})
 		tr.Policy = retry.Policy{MaxAttempts: 1}
 		ctx := retryhttp.WithStaleIfError(t.Context(), time.Hour)
 		for _, p := range []string{"/a", "/b", "/c"} {
@@ -180,7 +181,7 @@ func TestStaleEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 		}
 		n, size := tr.Stale.Len()
 		assert.Equal(t, 3, n)
-		assert.LessOrEqual(t, size, int64(4500))
+		assert.LessOrEqual(t, size, int64(3500))
 
 		o.setDown(true)
 		resp, _, err := fetch(t, ctx, tr, "http://api.test/a") // /a is used: /b is now the oldest
@@ -191,7 +192,7 @@ func TestStaleEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 		require.NoError(t, err)
 		n, size = tr.Stale.Len()
 		assert.Equal(t, 3, n, "one evicted to make room")
-		assert.LessOrEqual(t, size, int64(4500))
+		assert.LessOrEqual(t, size, int64(3500))
 
 		o.setDown(true)
 		for p, want := range map[string]bool{"/a": true, "/b": false, "/c": true, "/d": true} {
@@ -295,4 +296,22 @@ func TestStaleCacheUnderConcurrentUse(t *testing.T) {
 	n, size := tr.Stale.Len()
 	assert.LessOrEqual(t, size, int64(8<<10))
 	assert.LessOrEqual(t, n, 12)
+}
+
+// Empty answers count too: each entry counts as 512 bytes at least, so
+// that a million 204s to a million URLs cannot grow the cache past
+// MaxBytes in memory.
+func TestStaleCountsEmptyAnswers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tr := &retryhttp.Transport{Base: retrytest.HandlerTransport(status(http.StatusNoContent)),
+			Stale: newStaleCache(t, retryhttp.StaleOptions{MaxBytes: 4096})}
+		for i := range 100 {
+			_, _, err := fetch(t, t.Context(), tr, "http://api.test/"+strconv.Itoa(i))
+			require.NoError(t, err)
+		}
+		n, size := tr.Stale.Len()
+		assert.Equal(t, 8, n)
+		assert.Equal(t, int64(4096), size)
+	})
 }
