@@ -61,7 +61,8 @@ type StaleAnswer struct {
 	// Failed is why the call failed: the Stop its Trace had before it
 	// became retry.StopStale, such as retry.StopExhausted or
 	// retry.StopBreakerOpen; retry.StopNotRetryable for an attempt held
-	// back (guard.ErrHeld).
+	// back (guard.ErrHeld); retry.StopContextDone for a caller's deadline
+	// that passed during an attempt.
 	Failed retry.StopReason
 	// Age is the stored response's age when served, as its Age header
 	// says in whole seconds.
@@ -111,14 +112,19 @@ func (c *call) stale(resp *http.Response, tr retry.Trace, err error) (*http.Resp
 
 // failedForGood reports whether the call failed in a way a stale answer may
 // stand in for: it gave up (attempts, deadline, budget, throttle, breaker:
-// retry.StopReason.GaveUp) or was held back, while the caller's ctx is
-// alive. A caller that canceled, or whose own deadline passed, wanted no
-// answer; a call deferred to an outer retry loop is that loop's to retry.
+// retry.StopReason.GaveUp) or was held back, or its caller's deadline passed
+// during it. A caller that canceled wanted no answer, even one the loop had
+// given up on just before (its Classifier or hook may see the cancel late);
+// a call deferred to an outer retry loop is that loop's to retry; a status
+// the Transport would not retry is the origin's answer.
 func (c *call) failedForGood(tr retry.Trace, err error) bool {
-	if c.req.Context().Err() != nil {
-		return false
+	switch ctxErr := c.req.Context().Err(); {
+	case ctxErr == nil:
+		return tr.Stop().GaveUp() || errors.Is(err, guard.ErrHeld)
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return tr.Stop().GaveUp() || tr.Stop() == retry.StopContextDone
 	}
-	return tr.Stop().GaveUp() || errors.Is(err, guard.ErrHeld)
+	return false // canceled
 }
 
 // staleAllowed reports whether e, at age, may answer c's request: the

@@ -110,8 +110,8 @@ func TestStaleServedForEveryWayOfFailingForGood(t *testing.T) {
 	}
 }
 
-// A caller that cancels, or whose own deadline passes during an attempt,
-// wanted no answer: it gets its ctx's error, never a stale response.
+// A caller that cancels wanted no answer: it gets its ctx's error, never a
+// stale response.
 func TestStaleNeverServedToACallerWhoGaveUp(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -141,17 +141,53 @@ func TestStaleNeverServedToACallerWhoGaveUp(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		o := newOrigin("v1")
-		tr, _ := stored(t, o, retry.Policy{MaxAttempts: 10})
-		tr.Base = retrytest.HandlerTransport(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			<-r.Context().Done() // hangs past the caller's deadline
-		}))
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
+		// The caller cancels while an attempt hangs: unlike its deadline
+		// passing, which is served stale, that is its choice.
+		tr, _ := stored(t, newOrigin("v1"), retry.Policy{MaxAttempts: 10})
+		tr.Base = retrytest.HandlerTransport(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
 		resp, _, err := fetch(t, ctx, tr, "http://api.test/")
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, context.Canceled)
 		assert.Nil(t, resp)
 	})
+}
+
+// A deadline is a failure of time, not a choice: a hanging origin whose
+// attempts run past MaxElapsed, or past the caller's own deadline, is
+// answered stale.
+func TestStaleServedWhenTheTimeRunsOut(t *testing.T) {
+	t.Parallel()
+	hang := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	for _, tc := range []struct {
+		name   string
+		policy retry.Policy
+		ctx    time.Duration
+		want   retry.StopReason
+	}{
+		{name: "MaxElapsed", policy: retry.Policy{MaxAttempts: 10, MaxElapsed: time.Second}, want: retry.StopDeadline},
+		{name: "AttemptTimeout", policy: retry.Policy{MaxAttempts: 3, AttemptTimeout: time.Second}, want: retry.StopExhausted},
+		{name: "ctx deadline", policy: retry.Policy{MaxAttempts: 10}, ctx: time.Second, want: retry.StopContextDone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				tr, sums := stored(t, newOrigin("v1"), tc.policy)
+				tr.Base = retrytest.HandlerTransport(hang)
+				ctx := t.Context()
+				if tc.ctx > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+					defer cancel()
+				}
+				resp, body, err := fetch(t, ctx, tr, "http://api.test/")
+				require.NoError(t, err)
+				assert.True(t, retryhttp.IsStale(resp))
+				assert.Equal(t, "v1", body)
+				assert.Equal(t, tc.want, (*sums)[0].Stale.Failed)
+			})
+		})
+	}
 }
 
 // A failure the Transport would not retry, such as a 404 or a 500 that
