@@ -172,8 +172,8 @@ func (e *staleEntry) response(req *http.Request, age time.Duration) *http.Respon
 // keep stores resp, the successful answer to req, sent and received at
 // those times on the Transport's clock (wall: the real one), if it may be
 // stored: at once when it has no body, and otherwise as the caller reads
-// it to its end. It returns resp, with its body wrapped if need be; what the caller
-// reads is unchanged.
+// it to its end. It returns resp, its body wrapped if need be: what the
+// caller reads is unchanged.
 func (s *StaleCache) keep(req *http.Request, resp *http.Response, key string, sent, received time.Time, wall bool) *http.Response {
 	cc, ok := mayStore(req, resp, s.opts.PerCredential)
 	if !ok {
