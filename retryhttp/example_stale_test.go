@@ -11,6 +11,7 @@ import (
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/retryhttp"
+	"github.com/stormguard/retry/retrytest"
 )
 
 // A Transport with a StaleCache answers a GET that failed for good with the
@@ -55,4 +56,42 @@ func ExampleNewStaleCache() {
 	// 200 "prices v1" stale=false
 	// 200 "prices v1" stale=true
 	// 503 "" stale=false
+}
+
+// WithStaleIfError is the caller's own fallback: an origin that sent no
+// stale-if-error is down, and a read that accepts an answer up to a
+// minute old gets the last good one, its Age saying how old.
+func ExampleWithStaleIfError() {
+	clk := retrytest.NewClock()
+	var down atomic.Bool
+	origin := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		fmt.Fprint(w, "v1")
+	})
+	cache, _ := retryhttp.NewStaleCache(retryhttp.StaleOptions{})
+	tr := &retryhttp.Transport{Base: retrytest.HandlerTransport(origin), Stale: cache,
+		Policy: retry.Policy{MaxAttempts: 1, Clock: clk}}
+	get := func(ctx context.Context) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/item", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		fmt.Printf("%d %q stale=%v age=%q\n", resp.StatusCode, b, retryhttp.IsStale(resp), resp.Header.Get("Age"))
+	}
+	get(context.Background())
+	down.Store(true)
+	clk.Add(40 * time.Second)
+	get(context.Background())
+	get(retryhttp.WithStaleIfError(context.Background(), time.Minute))
+	// Output:
+	// 200 "v1" stale=false age=""
+	// 502 "" stale=false age=""
+	// 200 "v1" stale=true age="40"
 }
