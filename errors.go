@@ -81,6 +81,11 @@ const (
 	// StopBreakerOpen: the Breaker refused an attempt, which was not sent
 	// ([ErrBreakerOpen]).
 	StopBreakerOpen
+	// StopStale: the call failed for good, and an integration answered it
+	// with a response it had stored instead (retryhttp's stale-if-error,
+	// RFC 5861): Do never stops for it, but the Trace that integration
+	// reports, to its own OnDone and trace, ends with it.
+	StopStale
 )
 
 var stopText = [...]string{
@@ -96,6 +101,7 @@ var stopText = [...]string{
 	StopPanicked:     "panicked",
 	StopThrottled:    "throttled",
 	StopBreakerOpen:  "circuit breaker open",
+	StopStale:        "served stale",
 }
 
 // String returns a short text for logs: "ok", "attempts exhausted", …
@@ -104,6 +110,18 @@ func (s StopReason) String() string {
 		return stopText[s]
 	}
 	return "StopReason(" + strconv.Itoa(int(s)) + ")"
+}
+
+// GaveUp reports whether s is a reason that [ErrGaveUp] matches: Do gave up
+// on an error it would have retried (StopExhausted, StopDeadline,
+// StopBudget), or was refused an attempt (StopThrottled, StopBreakerOpen).
+// These are the failures a fallback serves.
+func (s StopReason) GaveUp() bool {
+	switch s {
+	case StopExhausted, StopDeadline, StopBudget, StopThrottled, StopBreakerOpen:
+		return true
+	}
+	return false
 }
 
 // StopError is the error Do returns when it stops retrying an error it
@@ -189,8 +207,7 @@ func appendAttempts(b []byte, n int) []byte {
 
 // Is reports whether target is [ErrGaveUp] and e gave up.
 func (e *StopError) Is(target error) bool {
-	return target == ErrGaveUp && (e.Stop == StopExhausted || e.Stop == StopDeadline || e.Stop == StopBudget ||
-		e.Stop == StopThrottled || e.Stop == StopBreakerOpen)
+	return target == ErrGaveUp && e.Stop.GaveUp()
 }
 
 // Unwrap gives errors.Is and errors.As the stop reason's sentinel, the

@@ -100,8 +100,22 @@ func TestClassifierSeesTheAttempt(t *testing.T) {
 // StopReason has a text for every value, and a fallback beyond them.
 func TestStopReasonString(t *testing.T) {
 	t.Parallel()
-	for s := retry.StopNone; s <= retry.StopBreakerOpen; s++ {
+	for s := retry.StopNone; s <= retry.StopStale; s++ {
 		assert.NotContains(t, s.String(), "StopReason(", "%d", s)
 	}
 	assert.Equal(t, "StopReason(200)", retry.StopReason(200).String())
+}
+
+// GaveUp holds for exactly the reasons ErrGaveUp matches: a StopError of
+// each reason matches ErrGaveUp when, and only when, its reason gave up.
+func TestStopReasonGaveUp(t *testing.T) {
+	t.Parallel()
+	want := map[retry.StopReason]bool{retry.StopExhausted: true, retry.StopDeadline: true, retry.StopBudget: true,
+		retry.StopThrottled: true, retry.StopBreakerOpen: true}
+	for s := retry.StopNone; s <= retry.StopStale; s++ {
+		assert.Equal(t, want[s], s.GaveUp(), "%v.GaveUp()", s)
+		err := &retry.StopError{Stop: s}
+		assert.Equal(t, want[s], errors.Is(err, retry.ErrGaveUp), "StopError{%v} matches ErrGaveUp", s)
+	}
+	assert.Equal(t, "served stale", retry.StopStale.String())
 }

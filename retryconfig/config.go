@@ -40,6 +40,8 @@ type entry struct {
 	grpc     []uint32
 	hedging  *Hedging
 	quota    string // retryhttp's QuotaMode by name, "" when not set
+
+	staleIfError time.Duration // 0 when not set
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a

@@ -23,10 +23,12 @@
 // [retry.BandJitter] with that spread), retryableStatusCodes, quota
 // (retryhttp's quota mode: "hold", "spread" or "off"; see
 // [Config.HTTPQuota]), budget (the name of a member of "budgets"), breaker
-// (of "breakers"), throttle (of "throttles") and hedging (see [Hedging]).
-// Durations are strings in Go's form, which includes the proto3 JSON form:
-// "200ms", "1.5s", "0.2s", "1m30s". A bare number is an error, not a guess
-// at a unit.
+// (of "breakers"), throttle (of "throttles"), hedging (see [Hedging]) and
+// staleIfError (a positive duration: the age up to which the policy's HTTP
+// GET and HEAD requests accept a stored response in place of a failure,
+// see [Config.StaleIfError]). Durations are strings in Go's form, which
+// includes the proto3 JSON form: "200ms", "1.5s", "0.2s", "1m30s". A bare
+// number is an error, not a guess at a unit.
 // maxAttempts 0 is an error too: write 1 for no retries, or leave the field
 // out for the default.
 //

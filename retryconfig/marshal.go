@@ -84,6 +84,7 @@ func appendPolicy(b []byte, e *entry) []byte {
 		}
 		w.b = append(hw.b, '}')
 	}
+	w.duration("staleIfError", e.staleIfError)
 	return append(w.b, '}')
 }
 

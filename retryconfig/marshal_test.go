@@ -35,6 +35,7 @@ func samePolicies(t *testing.T, a, b *retryconfig.Config) {
 		hb, okb := b.Hedging(n)
 		assert.Equal(t, oka, okb, n)
 		assert.Equal(t, ha, hb, n)
+		assert.Equal(t, a.StaleIfError(n), b.StaleIfError(n), n)
 	}
 }
 
@@ -46,6 +47,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 			"nonFatalStatusCodes": ["UNAVAILABLE", 4]}}}}`,
 		"escaped names": `{"policies": {"/pkg.Svc/<M>": {"jitter": "none"}, "\u00e9": {}}}`,
 		"empty":         `{}`,
+		"stale":         `{"policies": {"default": {"staleIfError": "90s"}, "feed": {"maxAttempts": 2, "staleIfError": "1h"}}}`,
 	}
 	for name, d := range docs {
 		t.Run(name, func(t *testing.T) {

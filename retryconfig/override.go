@@ -17,7 +17,7 @@ import (
 // whatever the order in which Overrides was filled. A field is named as in
 // the document (maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed,
 // attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker,
-// throttle); its value is written as in the document but without JSON
+// throttle, staleIfError); its value is written as in the document but without JSON
 // quotes: "2s", "band:0.3", "503,429" or "UNAVAILABLE". An override of a
 // policy that the document does not define adds it. Overrides set the
 // fields of policies only: a budget, breaker or throttle that a policy
@@ -118,7 +118,7 @@ func (o *Overrides) FromEnv(prefix string, environ []string) error {
 // fieldNames are the fields an override can set; hedging cannot, being an
 // object.
 var fieldNames = [...]string{"maxAttempts", "baseBackoff", "factor", "maxBackoff", "maxElapsed",
-	"attemptTimeout", "jitter", "retryableStatusCodes", "quota", "budget", "breaker", "throttle"}
+	"attemptTimeout", "jitter", "retryableStatusCodes", "quota", "budget", "breaker", "throttle", "staleIfError"}
 
 // envName turns a field's name, "maxAttempts", into the variable's
 // "MAX_ATTEMPTS".

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stormguard/retry"
 )
@@ -101,7 +102,7 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	}
 }
 
-var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle or hedging)")
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle, hedging or staleIfError)")
 
 // set sets one field of a policy of our format from its JSON value.
 func (e *entry) set(key string, v *value) error {
@@ -180,6 +181,11 @@ func (e *entry) set(key string, v *value) error {
 		var h *Hedging
 		if h, err = parseHedging(v, false); err == nil {
 			e.hedging = h
+		}
+	case "staleIfError":
+		var d time.Duration
+		if d, err = parseStaleIfError(v); err == nil {
+			e.staleIfError = d
 		}
 	default:
 		return errUnknownField

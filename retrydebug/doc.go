@@ -1,7 +1,8 @@
 // Package retrydebug shows a running service's retries on a debug page: for
 // each operation, its last calls with their attempts and waits, and running
-// totals of calls, attempts, retries per call, calls that gave up, elapsed
-// percentiles and the tokens left in retry budgets.
+// totals of calls, attempts, retries per call, calls that gave up, calls
+// answered stale (retry.StopStale), elapsed percentiles and the tokens left
+// in retry budgets.
 //
 // A [Recorder] collects the calls. It is wired in one line: to a
 // retry.Policy through [Recorder.OnDone], which names the operation,

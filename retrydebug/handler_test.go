@@ -167,7 +167,7 @@ func TestJSONShape(t *testing.T) {
 	ops := doc["operations"].([]any)
 	require.Len(t, ops, 2)
 	inv := ops[0].(map[string]any)
-	assert.ElementsMatch(t, []string{"name", "other", "calls", "attempts", "retries", "retries_per_call", "stops", "gave_up", "elapsed_ns", "recent"}, keys(inv))
+	assert.ElementsMatch(t, []string{"name", "other", "calls", "attempts", "retries", "retries_per_call", "stops", "gave_up", "stale", "elapsed_ns", "recent"}, keys(inv))
 	assert.Equal(t, "inventory.get", inv["name"])
 	assert.EqualValues(t, 8, inv["calls"])
 	assert.EqualValues(t, 2, inv["gave_up"])

@@ -68,6 +68,7 @@ func newIdemRow(r IdempotencyRoute) idemRow {
 type opRow struct {
 	Name, Href              string
 	Calls, Attempts, GaveUp int64
+	Stale                   int64
 	RetriesPerCall          string
 	P50, P95, P99           string
 	Histogram, Stops        string
@@ -117,7 +118,7 @@ func href(o Operation, refresh string, extra ...string) string {
 func newRow(o Operation, refresh string) opRow {
 	row := opRow{
 		Name: o.Name, Href: href(o, refresh),
-		Calls: o.Calls, Attempts: o.Attempts, GaveUp: o.GaveUp,
+		Calls: o.Calls, Attempts: o.Attempts, GaveUp: o.GaveUp, Stale: o.Stale,
 		RetriesPerCall: "0",
 		P50:            human(o.Elapsed.P50), P95: human(o.Elapsed.P95), P99: human(o.Elapsed.P99),
 	}

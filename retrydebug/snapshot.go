@@ -61,6 +61,10 @@ type Operation struct {
 	// retried: attempts, time or the retry budget ran out (the calls whose
 	// error matches retry.ErrGaveUp).
 	GaveUp int64 `json:"gave_up"`
+	// Stale counts the calls that failed and were answered with a stored
+	// response instead (retry.StopStale: retryhttp's stale if error). They
+	// are not among GaveUp: the caller got an answer.
+	Stale int64 `json:"stale"`
 	// Elapsed has percentiles of the calls' Trace.Elapsed, within 6.25%.
 	Elapsed Percentiles `json:"elapsed_ns"`
 	// Recent has the last calls, newest first.
@@ -103,12 +107,6 @@ type BudgetTokens struct {
 	Key  string `json:"key,omitempty"` // its key in a guard.Budgets
 
 	Tokens float64 `json:"tokens"`
-}
-
-// gaveUp reports whether s is one of the reasons retry.ErrGaveUp matches.
-func gaveUp(s retry.StopReason) bool {
-	return s == retry.StopExhausted || s == retry.StopDeadline || s == retry.StopBudget ||
-		s == retry.StopThrottled || s == retry.StopBreakerOpen
 }
 
 // Snapshot returns a copy of what r holds now.
@@ -198,8 +196,11 @@ func (o *operation) snapshot(withCalls bool) Operation {
 			continue
 		}
 		s.Stops[retry.StopReason(stop).String()] = int64(n)
-		if gaveUp(retry.StopReason(stop)) {
+		if retry.StopReason(stop).GaveUp() {
 			s.GaveUp += int64(n)
+		}
+		if retry.StopReason(stop) == retry.StopStale {
+			s.Stale += int64(n)
 		}
 	}
 	if !withCalls {
@@ -216,7 +217,7 @@ func (o *operation) snapshot(withCalls bool) Operation {
 			WaitsTruncated: r.truncated,
 			Elapsed:        r.elapsed,
 			Stop:           r.stop.String(),
-			GaveUp:         gaveUp(r.stop),
+			GaveUp:         r.stop.GaveUp(),
 			Status:         r.answer.status,
 			GRPCCode:       r.answer.grpcCode(),
 			Reason:         r.reason,

@@ -48,6 +48,9 @@ type call struct {
 	done     *loopEnd // what the loop ended with, when Transport.OnDone is set
 	reported bool     // Transport.OnDone has been called
 
+	configStale time.Duration // the named policy's staleIfError, from Policies
+	staleAnswer StaleAnswer   // set when a stale response was served (stale.go)
+
 	hint sampleHint // the Logger's last group of lines, for LogSampling
 }
 
@@ -299,7 +302,7 @@ func (c *call) bound(ctx context.Context, d time.Duration) time.Duration {
 
 // summary describes the request for OnDone.
 func (c *call) summary(tr retry.Trace, resp *http.Response, err error) Summary {
-	s := Summary{Method: c.req.Method, Origin: c.origin(), Route: c.opts.route, Trace: tr, Err: err}
+	s := Summary{Method: c.req.Method, Origin: c.origin(), Route: c.opts.route, Trace: tr, Err: err, Stale: c.staleAnswer}
 	if s.Method == "" {
 		s.Method = http.MethodGet
 	}

@@ -3,6 +3,7 @@ package retryhttp
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/shed"
@@ -18,6 +19,8 @@ type options struct {
 	policyName string
 	priority   shed.Priority
 	hasPrio    bool
+	staleSet   bool          // WithStaleIfError was given
+	staleMax   time.Duration // its maxAge
 }
 
 type optionsKey struct{}

@@ -52,6 +52,12 @@
 // request's retry.Trace back, [WithRoute] names it, [WithPolicy] gives it a
 // Policy of its own, and [Transport.OnDone] sees each request end.
 //
+// With [Transport.Stale], a [StaleCache], a GET or HEAD that fails for good
+// is answered with the last good response to it, when the origin allowed
+// that with Cache-Control: stale-if-error (RFC 5861) or the caller asks
+// with [WithStaleIfError]; [IsStale] tells such an answer apart, and its
+// Age header says how old it is.
+//
 // A Transport with a Logger logs one line at Info for each retry and one at
 // Warn when it gives up (at Info if the caller canceled): the method, the
 // route or the URL reduced to scheme, host and path (no user info, no path

@@ -35,6 +35,7 @@ const (
 	logRefreshFailed
 	logRefreshSkipped
 	logRefreshTimedOut
+	logServedStale
 )
 
 var logMessages = [...]string{
@@ -43,6 +44,7 @@ var logMessages = [...]string{
 	logRefreshFailed:   "retryhttp: credential refresh failed",
 	logRefreshSkipped:  "retryhttp: credential refresh skipped: too soon after the last one",
 	logRefreshTimedOut: "retryhttp: credential refresh did not finish in time",
+	logServedStale:     "retryhttp: served stale response",
 }
 
 func (k logKind) String() string { return logMessages[k] }

@@ -22,6 +22,11 @@ type Summary struct {
 	// the URL: test it with errors.Is and errors.As, and log the Trace's
 	// reasons instead.
 	Err error
+	// Stale, for a request answered with a stored response in place of
+	// its failure (see [Transport.Stale]; Trace.Stop() is then
+	// retry.StopStale), says why it failed and how old the answer was;
+	// the zero value otherwise.
+	Stale StaleAnswer
 }
 
 // Name returns the request's name for a metric or a panel: its Route, or

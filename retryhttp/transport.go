@@ -19,8 +19,8 @@ import (
 // retry.Policy (4 attempts, a backoff from 200ms doubling to 5s with full
 // jitter) with [DefaultClassifier], keys read from the Idempotency-Key
 // header but none generated, Retry-After waited for up to a minute, an
-// origin whose quota is used up held until its reset, no
-// credential refresh, no attempt header, no logging.
+// origin whose quota is used up held until its reset, no credential
+// refresh, no attempt header, no logging, no stale answers.
 //
 // A Transport is safe for concurrent use. It must not be copied after first
 // use: it keeps the credential state of each origin.
@@ -157,6 +157,14 @@ type Transport struct {
 	// itself reaches the caller after RoundTrip has closed the response.
 	OnDone func(ctx context.Context, s Summary)
 
+	// Stale, if set, keeps the successful responses to GET and HEAD
+	// requests, and answers a request that failed for good with the one
+	// stored for it, when its origin allowed that (Cache-Control:
+	// stale-if-error, RFC 5861) or the caller asked ([WithStaleIfError])
+	// [none]. See [StaleCache] for what is stored, and docs/http.md for
+	// the rules.
+	Stale *StaleCache
+
 	auth    origins     // credential state, per origin
 	held    guard.Holds // hosts that asked to be held back, per origin, unless Guards.Holds
 	paced   pacer       // origins whose quota paces their requests (QuotaSpread)
@@ -177,6 +185,8 @@ func NewClient(p retry.Policy) *http.Client {
 // both why retrying stopped (retry.ErrExhausted, retry.ErrDeadline, …) and
 // that attempt's error. An error the Transport would not retry comes marked
 // with retry.Permanent, so that an outer retry loop does not retry it either.
+// With Stale, a GET or HEAD that failed for good may be answered instead
+// with a stored response, which [IsStale] reports.
 //
 // Inside an outer retry loop (a retry.Do whose op makes the request), the
 // Transport makes one attempt and leaves retrying to that loop. A
@@ -227,6 +237,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		resp, tr, err = c.roundTrip(p)
 	}
+	resp, tr, err = c.stale(resp, tr, err)
 	if t.OnDone != nil {
 		c.reported = true
 		t.OnDone(req.Context(), c.summary(tr, resp, err))
@@ -285,6 +296,7 @@ func (c *call) policy(hedged bool) retry.Policy {
 		cfg := t.Policies.Config()
 		p = NamedPolicy(cfg, opts.policyName)
 		c.quota = configuredQuota(cfg, opts.policyName, t.Quota)
+		c.configStale = namedStale(cfg, opts.policyName)
 	}
 	c.clk = p.Clock
 	if p.Classifier == nil {

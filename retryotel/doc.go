@@ -33,7 +33,7 @@
 // never its host or path, or a gRPC call's method
 // ("pkg.Service/Method"), and retry.outcome, one value per retry.StopReason:
 // ok, not_retried, attempts_exhausted, deadline, budget_exhausted,
-// context_done, deferred, panicked. Never a URL with ids, never an error's
+// context_done, deferred, panicked, throttled, breaker_open, stale. Never a URL with ids, never an error's
 // text. An Observer tells apart at most 100 operation names (see
 // [WithMaxOperations]) and counts the rest as "_OTHER", so the number of
 // series is bounded by design.

@@ -12,7 +12,7 @@ import (
 func TestOutcomeForEveryStopReason(t *testing.T) {
 	t.Parallel()
 	seen := map[string]retry.StopReason{}
-	for s := retry.StopSuccess; s <= retry.StopBreakerOpen; s++ {
+	for s := retry.StopSuccess; s <= retry.StopStale; s++ {
 		name := outcomes[outcomeOf(s)]
 		assert.NotEqual(t, "unknown", name, "outcome of %v", s)
 		if prev, ok := seen[name]; ok {
