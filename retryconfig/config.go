@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 	"github.com/stormguard/retry/guard"
 )
 
@@ -39,6 +40,7 @@ type entry struct {
 	http     []int
 	grpc     []uint32
 	hedging  *Hedging
+	chaos    []chaos.Fault // without a Switch: see Config.Chaos
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a

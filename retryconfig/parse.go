@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 )
 
 // Parse reads a document of named policies (see the package doc) and
@@ -92,7 +93,11 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	for _, f := range fields {
 		if err := e.set(f.key, f.val); err != nil {
 			bad = true
-			p.add("policies."+name+"."+f.key, true, "%v", err)
+			if f.key == "chaos" {
+				p.addFault("policies."+name+"."+f.key, "%v", err)
+			} else {
+				p.add("policies."+name+"."+f.key, true, "%v", err)
+			}
 		}
 	}
 	if !bad {
@@ -100,7 +105,7 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	}
 }
 
-var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget, breaker, throttle or hedging)")
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, budget, breaker, throttle, hedging or chaos)")
 
 // set sets one field of a policy of our format from its JSON value.
 func (e *entry) set(key string, v *value) error {
@@ -171,6 +176,11 @@ func (e *entry) set(key string, v *value) error {
 		var h *Hedging
 		if h, err = parseHedging(v, false); err == nil {
 			e.hedging = h
+		}
+	case "chaos":
+		var fs []chaos.Fault
+		if fs, err = parseChaos(v); err == nil {
+			e.chaos = fs
 		}
 	default:
 		return errUnknownField
