@@ -94,6 +94,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			p.Idem = append(p.Idem, newIdemRow(route))
 		}
 		p.Outboxes = newOutboxRows(r.outboxOps())
+		p.Chaos = newChaosRows(r.chaosSwitches())
 	}
 	if err := pageTemplate.Execute(&body, p); err != nil {
 		http.Error(w, "rendering failed", http.StatusInternalServerError)

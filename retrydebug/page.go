@@ -40,6 +40,7 @@ type page struct {
 	Config    uint64
 	HasConfig bool
 	Outboxes  []outboxRow
+	Chaos     []chaosRow
 }
 
 // idemRow is a route's line in the idempotency table: the outcomes a

@@ -60,6 +60,7 @@ type Recorder struct {
 	otherRoute *idemRoute
 
 	outboxes []namedOutbox // see Outbox
+	switches []namedSwitch // see Chaos
 }
 
 // httpKey is what a request's operation name is made of, so that a

@@ -34,6 +34,9 @@ type Snapshot struct {
 	// Outboxes has the ops of the outboxes registered with
 	// [Recorder.Outbox], in the order registered.
 	Outboxes []OutboxOps `json:"outboxes,omitempty"`
+	// Chaos has the chaos switches registered with [Recorder.Chaos], in
+	// the order registered.
+	Chaos []ChaosSwitch `json:"chaos,omitempty"`
 }
 
 // Operation is the record of one operation name.
@@ -114,6 +117,7 @@ func (r *Recorder) Snapshot() Snapshot {
 	s := Snapshot{Operations: make([]Operation, 0, len(ops)), Budgets: r.budgetTokens(), Idempotency: r.idempotencyRoutes()}
 	s.ConfigVersion, _ = r.configVersionNow()
 	s.Outboxes = r.outboxOps()
+	s.Chaos = r.chaosSwitches()
 	s.Breakers, s.Throttles = r.breakerStatuses(), r.throttleStatuses()
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))
