@@ -11,11 +11,6 @@ import (
 // few.
 const maxSwitches = 32
 
-type namedSwitch struct {
-	name string
-	sw   *chaos.Switch
-}
-
 // Chaos makes the page, and its JSON, show the chaos.Switch sw under name:
 // whether it is on, its seed, and for each of its faults the requests
 // drawn for and the faults injected, read from sw.Stats each time they are
@@ -29,16 +24,7 @@ type namedSwitch struct {
 func (r *Recorder) Chaos(name string, sw *chaos.Switch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.IndexFunc(r.switches, func(n namedSwitch) bool { return n.name == name })
-	switch {
-	case sw == nil && i >= 0:
-		r.switches = slices.Delete(r.switches, i, i+1)
-	case sw == nil:
-	case i >= 0:
-		r.switches[i].sw = sw
-	case len(r.switches) < maxSwitches:
-		r.switches = append(r.switches, namedSwitch{name, sw})
-	}
+	setNamed(&r.switches, name, sw, sw == nil, maxSwitches)
 }
 
 // ChaosSwitch is the state of a switch registered with [Recorder.Chaos].
@@ -56,7 +42,7 @@ func (r *Recorder) chaosSwitches() []ChaosSwitch {
 	r.mu.RUnlock()
 	out := make([]ChaosSwitch, 0, len(sws))
 	for _, n := range sws {
-		st := n.sw.Stats()
+		st := n.v.Stats()
 		out = append(out, ChaosSwitch{Name: n.name, On: st.On, Seed: st.Seed, Faults: st.Faults})
 	}
 	return out

@@ -10,11 +10,6 @@ import (
 // maxOutboxes bounds the outboxes a Recorder shows; a service has a few.
 const maxOutboxes = 32
 
-type namedOutbox struct {
-	name string
-	o    *outbox.Outbox
-}
-
 // Outbox makes the page, and its JSON, show o's ops under name: how many
 // are pending, running and failed (dead letters), and the age of the
 // oldest one not finished, read from o.Stats each time they are served
@@ -28,16 +23,7 @@ type namedOutbox struct {
 func (r *Recorder) Outbox(name string, o *outbox.Outbox) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := slices.IndexFunc(r.outboxes, func(n namedOutbox) bool { return n.name == name })
-	switch {
-	case o == nil && i >= 0:
-		r.outboxes = slices.Delete(r.outboxes, i, i+1)
-	case o == nil:
-	case i >= 0:
-		r.outboxes[i].o = o
-	case len(r.outboxes) < maxOutboxes:
-		r.outboxes = append(r.outboxes, namedOutbox{name, o})
-	}
+	setNamed(&r.outboxes, name, o, o == nil, maxOutboxes)
 }
 
 // OutboxOps is the state of an outbox registered with [Recorder.Outbox].
@@ -57,7 +43,7 @@ func (r *Recorder) outboxOps() []OutboxOps {
 	r.mu.RUnlock()
 	out := make([]OutboxOps, 0, len(obs))
 	for _, n := range obs {
-		s := n.o.Stats()
+		s := n.v.Stats()
 		out = append(out, OutboxOps{Name: n.name, Pending: s.Pending, Running: s.Running, Failed: s.Failed, OldestPending: s.OldestPending})
 	}
 	return out

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 	"github.com/stormguard/retry/guard"
+	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/retryhttp"
 )
 
@@ -59,8 +61,8 @@ type Recorder struct {
 	byRoute    map[string]*idemRoute // idempotency routes, capped as operations are
 	otherRoute *idemRoute
 
-	outboxes []namedOutbox // see Outbox
-	switches []namedSwitch // see Chaos
+	outboxes []named[*outbox.Outbox] // see Outbox
+	switches []named[*chaos.Switch]  // see Chaos
 }
 
 // httpKey is what a request's operation name is made of, so that a
@@ -207,4 +209,27 @@ func (r *Recorder) operation(name string) *operation {
 	op = newOperation(name, false, calls)
 	r.byName[name] = op
 	return op
+}
+
+// named is one registration of a Recorder: what it shows under a name.
+type named[T any] struct {
+	name string
+	v    T
+}
+
+// setNamed registers v under name in list, in place of the name's
+// earlier one, or removes the name's when remove. Past max names, a new
+// name is ignored, so that registering per request cannot grow a
+// Recorder.
+func setNamed[T any](list *[]named[T], name string, v T, remove bool, max int) {
+	i := slices.IndexFunc(*list, func(n named[T]) bool { return n.name == name })
+	switch {
+	case remove && i >= 0:
+		*list = slices.Delete(*list, i, i+1)
+	case remove:
+	case i >= 0:
+		(*list)[i].v = v
+	case len(*list) < max:
+		*list = append(*list, named[T]{name, v})
+	}
 }

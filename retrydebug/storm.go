@@ -41,14 +41,8 @@ type ThrottleStatus struct {
 // the order registered, under their own lock.
 type guardSet struct {
 	mu        sync.Mutex
-	breakers  []namedGuard
-	throttles []namedGuard
-}
-
-// namedGuard is one registration: a single or keyed breaker or throttle.
-type namedGuard struct {
-	name string
-	g    any // *guard.Breaker, *guard.Breakers, *guard.Throttle or *guard.Throttles
+	breakers  []named[any] // *guard.Breaker or *guard.Breakers
+	throttles []named[any] // *guard.Throttle or *guard.Throttles
 }
 
 // Breaker registers b under name, so that the page shows its state.
@@ -107,23 +101,11 @@ func (r *Recorder) budgetSet(name string, bs *guard.Budgets) {
 	}
 }
 
-func (r *Recorder) register(list *[]namedGuard, name string, g any, remove bool) {
+func (r *Recorder) register(list *[]named[any], name string, g any, remove bool) {
 	_, maxOps := r.limits()
 	r.guards.mu.Lock()
 	defer r.guards.mu.Unlock()
-	for i := range *list {
-		if (*list)[i].name == name {
-			if remove {
-				*list = slices.Delete(*list, i, i+1)
-			} else {
-				(*list)[i].g = g
-			}
-			return
-		}
-	}
-	if !remove && len(*list) < maxOps {
-		*list = append(*list, namedGuard{name, g})
-	}
+	setNamed(list, name, g, remove, maxOps)
 }
 
 // breakerStatuses reads the registered breakers.
@@ -133,7 +115,7 @@ func (r *Recorder) breakerStatuses() []BreakerStatus {
 	r.guards.mu.Unlock()
 	out := []BreakerStatus{}
 	for _, ng := range list {
-		switch g := ng.g.(type) {
+		switch g := ng.v.(type) {
 		case *guard.Breaker:
 			out = append(out, BreakerStatus{Name: ng.name, State: g.State().String()})
 		case *guard.Breakers:
@@ -168,7 +150,7 @@ func (r *Recorder) throttleStatuses() []ThrottleStatus {
 	r.guards.mu.Unlock()
 	out := []ThrottleStatus{}
 	for _, ng := range list {
-		switch g := ng.g.(type) {
+		switch g := ng.v.(type) {
 		case *guard.Throttle:
 			out = append(out, ThrottleStatus{Name: ng.name, RejectRatio: g.RejectProbability()})
 		case *guard.Throttles:
