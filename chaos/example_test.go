@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/chaos"
@@ -53,9 +54,9 @@ func ExampleTransport() {
 // answer: the failure that idempotency keys are for. Put chaos.Handler
 // outermost, in front of the idempotency middleware.
 func ExampleHandler() {
-	made := 0
+	var made atomic.Int64
 	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		made++
+		made.Add(1)
 		w.WriteHeader(http.StatusCreated)
 	})
 	sw := chaos.NewSwitch(1)
@@ -68,7 +69,7 @@ func ExampleHandler() {
 	defer srv.Client().CloseIdleConnections()
 
 	_, err := srv.Client().Post(srv.URL+"/orders", "application/json", nil)
-	fmt.Println("answer lost:", err != nil, "- orders made:", made)
+	fmt.Println("answer lost:", err != nil, "- orders made:", made.Load())
 	// Output: answer lost: true - orders made: 1
 }
 

@@ -236,3 +236,27 @@ func TestMatch(t *testing.T) {
 	assert.Equal(t, 503, in.Decide(post).Status)
 	assert.Equal(t, []chaos.FaultStats{{Name: "503", Requests: 1, Injected: 1}}, sw.Stats().Faults)
 }
+
+// Faults never leak: a switch that is on arms its own faults only, never
+// those of another switch or of none, and there is no switch of the
+// package's own that anything could turn on.
+func TestNoLeakAcrossSwitches(t *testing.T) {
+	t.Parallel()
+	on, off := chaos.NewSwitch(1), chaos.NewSwitch(1)
+	on.On()
+	always := chaos.Fault{Rate: 1, Status: 503}
+	mine := always
+	mine.Switch = on
+	theirs := always
+	theirs.Switch = off
+	onlyTheirs, none, both := chaos.NewInjector(theirs), chaos.NewInjector(always), chaos.NewInjector(theirs, always)
+	for range 100 {
+		assert.Zero(t, onlyTheirs.Decide(nil))
+		assert.Zero(t, none.Decide(nil))
+		assert.Zero(t, both.Decide(nil))
+	}
+	assert.Equal(t, 503, chaos.NewInjector(mine).Decide(nil).Status, "the switch that is on")
+	for _, f := range off.Stats().Faults {
+		assert.Zero(t, f.Requests, "%s drawn for while its switch was off", f.Name)
+	}
+}
