@@ -12,13 +12,18 @@ import (
 // next, throws away everything it writes and closes the connection, so
 // that the client sees a transport error for a request the server carried
 // out (see [Fault]). While no switch of the faults is on, it adds one
-// atomic load to each request and allocates nothing.
+// atomic load to each request and allocates nothing; when no fault has a
+// Switch (or none is valid), it returns next itself.
 //
 // The connection is closed by hijacking it (HTTP/1), or else by the
 // panic net/http provides for that, http.ErrAbortHandler (HTTP/2 resets
 // the stream): put Handler outside any middleware that recovers panics.
 func Handler(next http.Handler, faults ...Fault) http.Handler {
-	return &handler{next: next, in: NewInjector(faults...)}
+	in := NewInjector(faults...)
+	if in.first == nil {
+		return next // no fault can ever fire: nothing to add
+	}
+	return &handler{next: next, in: in}
 }
 
 type handler struct {

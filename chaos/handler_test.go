@@ -122,3 +122,10 @@ func TestHandlerOff(t *testing.T) {
 	assert.Equal(t, int64(10), o.made.Load())
 	assert.Equal(t, []chaos.FaultStats{{Name: "503"}, {Name: "drop"}}, sw.Stats().Faults)
 }
+
+// A Handler whose faults can never fire is next itself.
+func TestHandlerUnarmedIsNext(t *testing.T) {
+	t.Parallel()
+	o := &orders{}
+	assert.Same(t, o, chaos.Handler(o, chaos.Fault{Rate: 1, Drop: true}).(*orders))
+}

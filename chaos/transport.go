@@ -13,7 +13,8 @@ import (
 // Header and an empty body; an Err is returned as the error of the round
 // trip, without reaching the server; Drop sends the request and throws its
 // response away (see [Fault]). While no switch of the faults is on, it
-// adds one atomic load to each request and allocates nothing.
+// adds one atomic load to each request and allocates nothing; when no
+// fault has a Switch (or none is valid), it returns base itself.
 //
 // Put it below a retrying Transport (retryhttp.Transport.Base) to see
 // what your retry rules make of the faults: each attempt is drawn for.
@@ -21,7 +22,11 @@ func Transport(base http.RoundTripper, faults ...Fault) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{base: base, in: NewInjector(faults...)}
+	in := NewInjector(faults...)
+	if in.first == nil {
+		return base // no fault can ever fire: nothing to add
+	}
+	return &transport{base: base, in: in}
 }
 
 type transport struct {

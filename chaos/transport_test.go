@@ -157,3 +157,14 @@ type closeCounter struct {
 }
 
 func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// Faults that can never fire (no switch, or invalid) add nothing at all:
+// the base itself is returned.
+func TestTransportUnarmedIsBase(t *testing.T) {
+	t.Parallel()
+	base := &stub{}
+	assert.Same(t, base, chaos.Transport(base, chaos.Fault{Rate: 1, Status: 503}).(*stub))
+	assert.Same(t, base, chaos.Transport(base, chaos.Fault{Switch: on(1), Rate: 7, Status: 503}).(*stub))
+	assert.Same(t, base, chaos.Transport(base).(*stub))
+	assert.Equal(t, http.DefaultTransport, chaos.Transport(nil))
+}
