@@ -43,6 +43,14 @@ func (t *liveTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.faults.get().RoundTrip(req)
 }
 
+// CloseIdleConnections closes the idle connections of the base, as
+// http.Client.CloseIdleConnections expects of a RoundTripper.
+func (t *liveTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 type liveHandler struct {
 	next   http.Handler
 	sw     *chaos.Switch
