@@ -98,6 +98,10 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, key, 
 		p.set(OutcomeExecuted, rec.status, nil)
 		return
 	}
+	if rec.status == 0 && f.handlerResult() != nil {
+		f.settleSavedByHandler(w, p)
+		return
+	}
 	rec.finish()
 	if m.opts.Retryable(rec.status) {
 		f.release()

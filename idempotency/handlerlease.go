@@ -147,3 +147,51 @@ func sameSavedHeader(saved, h http.Header) bool {
 	}
 	return n == len(saved)
 }
+
+// handlerResult returns the result the handler saved through Lease.Result,
+// or nil.
+func (f *flight) handlerResult() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handlerSaved
+}
+
+// settleSavedByHandler answers a handler that saved its response in its
+// own transaction (Lease.Result, a store's CompleteTx) and wrote nothing:
+// the client must get what every replay gets, and only the store knows
+// whether that transaction committed. Claim with the request's own token
+// asks it without taking anything from another request: a committed
+// result comes back Completed, and is sent as the first answer; our claim
+// still there means the transaction did not commit, so the key is
+// released and the client told to retry (nothing was done); another
+// request's claim means the lease was lost.
+func (f *flight) settleSavedByHandler(w http.ResponseWriter, p *report) {
+	f.settled = true
+	ctx, cancel := f.m.storeCtx(f.base)
+	defer cancel()
+	c, err := f.m.store.Claim(ctx, f.key, f.token, f.fp, f.m.opts.Lease)
+	switch {
+	case err != nil:
+		p.set(OutcomeStoreFailed, http.StatusServiceUnavailable, err)
+		writeProblem(w, http.StatusServiceUnavailable, "The idempotency store is unavailable; whether this request's result was saved is not known. Retry to get it.", true)
+	case c.State == Completed:
+		rec, err := decodeRecord(c.Result)
+		if err != nil {
+			p.set(OutcomeStoreFailed, http.StatusInternalServerError, err)
+			writeProblem(w, http.StatusInternalServerError, "The saved result of this request is unreadable.", false)
+			return
+		}
+		p.set(OutcomeExecuted, rec.status, nil)
+		if rec.omitted {
+			w.Header()[BodyOmittedHeader] = []string{"true"}
+		}
+		send(w, rec.status, rec.header, rec.body, rec.trailer, true)
+	case c.State == Acquired:
+		_ = f.m.store.Release(ctx, f.key, f.token) // if it fails, the lease runs out by itself
+		p.set(OutcomeReleased, http.StatusServiceUnavailable, nil)
+		writeProblem(w, http.StatusServiceUnavailable, "The handler's transaction did not commit its response; nothing was done. Retry.", true)
+	default:
+		p.set(OutcomeLeaseLost, http.StatusConflict, ErrLeaseLost)
+		writeLeaseLost(w, f.m.opts.Header)
+	}
+}

@@ -13,15 +13,21 @@ import (
 // Stripe keep a key.
 const retention = 24 * time.Hour
 
+// expired reports whether e succeeded longer than retention before now:
+// then it is forgotten, in the journal and in the Outbox.
+func expired(e *Entry, now time.Time) bool {
+	return e.State == Succeeded && e.Finished.Before(now.Add(-retention))
+}
+
 // compactLocked rewrites the journal with one record per op it keeps (see
 // [FileJournal]), then swaps the new file in. It is called by the flush
 // leader with j.mu held; records appended meanwhile wait in j.buf and go to
 // the new file.
 func (j *FileJournal) compactLocked() error {
-	cutoff := time.Now().Add(-retention)
+	now := time.Now()
 	all := make([]*fileEntry, 0, len(j.entries))
 	for k, e := range j.entries {
-		if e.State == Succeeded && e.Finished.Before(cutoff) {
+		if expired(&e.Entry, now) {
 			delete(j.entries, k)
 			j.live -= e.live
 			continue

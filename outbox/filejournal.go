@@ -58,6 +58,9 @@ import (
 // fsync'd. Ops that succeeded more than 24h ago are dropped then; those
 // that succeeded more recently are kept without their payload, so that
 // enqueueing one again is still recognized. Pending and failed ops are kept.
+// In memory, a succeeded op's payload is dropped as it succeeds, and an op
+// that succeeded more than 24h ago is forgotten when its key is added
+// again, compaction or not; the Outbox forgets it too (see Outbox.Wait).
 //
 // One FileJournal owns the file at a time: OpenFile takes an exclusive lock
 // (flock on Unix; a lock file beside the journal elsewhere), and a second
@@ -106,7 +109,7 @@ type fileEntry struct {
 // a record of the old format, whose times are shorter, the size is about.)
 func keptSize(typ byte, e *Entry, size int64) int64 {
 	succeeded := e.State == Succeeded
-	if succeeded && e.Finished.Before(time.Now().Add(-retention)) {
+	if expired(e, time.Now()) {
 		return 0
 	}
 	payload := fieldSize(len(e.Op.Payload))
@@ -207,8 +210,14 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 	}
 	e.Op.Payload = slices.Clone(e.Op.Payload)
 	return j.commit(ctx, func() error {
-		if _, ok := j.entries[e.Op.Key]; ok {
-			return ErrDuplicate
+		if old, ok := j.entries[e.Op.Key]; ok {
+			if !expired(&old.Entry, time.Now()) {
+				return ErrDuplicate
+			}
+			// Succeeded longer ago than the retention: forgotten, as
+			// compaction would have, and the key is free again.
+			j.live -= old.live
+			delete(j.entries, e.Op.Key)
 		}
 		n := len(j.buf)
 		j.buf = appendRecord(j.buf, recAdd, &e, j.nextWrite())

@@ -70,6 +70,7 @@ func TestFileJournalReopen(t *testing.T) {
 	require.NoError(t, j.Close())
 
 	got := load(t, openJournal(t, path))
+	b.Op.Payload = nil // a succeeded op's payload is not kept: its key and kind are enough
 	sameEntries(t, []outbox.Entry{a, b}, got)
 	assert.Equal(t, time.Second, got[0].LastWait)
 	assert.Equal(t, "503", got[0].Reason)

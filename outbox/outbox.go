@@ -69,6 +69,8 @@ type Outbox struct {
 
 	counts  JournalCounts // a CountingJournal's, as of Run's latest poll
 	counted bool          // counts holds a poll's answer
+
+	swept time.Time // when forgetExpired last looked
 }
 
 // item is the Outbox's state of one op.
@@ -303,7 +305,8 @@ func (o *Outbox) Enqueue(ctx context.Context, op Op) (key string, err error) {
 // with an error too, as Go's Wait methods report a failure: one that
 // matches [ErrFailed] and the last attempt's error (Result.Err), so that
 // "err == nil" means the op had its effect. It fails with
-// [ErrUnknownKey] for a key the Outbox does not hold, or with ctx's cause
+// [ErrUnknownKey] for a key the Outbox does not hold (an op that succeeded
+// more than 24h ago is forgotten, as its journal forgets it), or with ctx's cause
 // when ctx ends first. It waits only: Run must run for the op to finish.
 //
 // Over a [SharedJournal] it also waits for ops this Outbox did not

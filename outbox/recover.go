@@ -154,4 +154,9 @@ func (j *FileJournal) apply(typ byte, e Entry, size int64) {
 	l := keptSize(typ, &e, size)
 	j.live += l - old.live
 	old.live = l
+	if e.State == Succeeded {
+		// Enough to recognize the key; a journal that runs for months
+		// must not hold every payload it ran.
+		old.Op.Payload = nil
+	}
 }

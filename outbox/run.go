@@ -275,9 +275,26 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("outbox: handler panicked: %v", e.Value) }
 
-// save writes e and makes it p's state.
+// save writes e and makes it p's state. It writes under p's lease as it
+// is now, not as it was when the attempt began: this process may have
+// claimed its own running op again after a pause (see startShared), and
+// the new claim is the lease. A write that races with that re-claim is
+// made again under the new lease.
 func (o *Outbox) save(ctx context.Context, p *item, e Entry) error {
-	if err := o.j.Update(ctx, e); err != nil {
+	o.mu.Lock()
+	e.Lease = p.e.Lease
+	o.mu.Unlock()
+	err := o.j.Update(ctx, e)
+	if errors.Is(err, ErrLeaseLost) {
+		o.mu.Lock()
+		lease := p.e.Lease
+		o.mu.Unlock()
+		if lease != e.Lease {
+			e.Lease = lease
+			err = o.j.Update(ctx, e)
+		}
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
@@ -328,6 +345,26 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	o.callEnded(p)
 	o.unfinishedDone(p, s)
 	close(p.out.done)
+	o.forgetExpired(o.clock.Now())
 	o.mu.Unlock()
 	return nil
+}
+
+// sweepEvery is how often forgetExpired looks at every op.
+const sweepEvery = time.Hour
+
+// forgetExpired drops the ops that succeeded longer than the retention
+// ago, as the journal forgets them, so that an Outbox that runs for months
+// does not hold every op it ran. It looks at most once every sweepEvery,
+// from the finish of an op: one pass over the ops an hour. o.mu is held.
+func (o *Outbox) forgetExpired(now time.Time) {
+	if d := now.Sub(o.swept); d >= 0 && d < sweepEvery {
+		return
+	}
+	o.swept = now
+	for k, p := range o.ops {
+		if p.index < 0 && !p.adding && expired(&p.e, now) {
+			delete(o.ops, k)
+		}
+	}
 }

@@ -116,6 +116,8 @@ func ownerName() string {
 type flight struct {
 	p      *item
 	cancel context.CancelFunc // cuts the attempt short when its lease is lost
+	until  time.Time          // the lease is known to hold until then
+	cut    bool               // cancel was called
 }
 
 // runShared is Run over a SharedJournal: it claims due ops instead of
@@ -165,7 +167,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 				nextRenew = now.Add(s.lease / 3)
 			}
 			for _, e := range es {
-				o.startShared(ctx, cancel, e, inFlight, finished)
+				o.startShared(ctx, cancel, e, now.Add(s.lease), inFlight, finished)
 			}
 			if err := o.refresh(ctx, inFlight); err != nil {
 				if ctx.Err() == nil {
@@ -177,6 +179,19 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		if len(inFlight) > 0 && !now.Before(nextRenew) {
 			o.renew(ctx, inFlight, now)
 			nextRenew = now.Add(s.lease / 3)
+		}
+		// An attempt whose lease ran out, its renewals failing, stops: from
+		// now on another process may claim the op.
+		leaseEnd := time.Time{}
+		for _, f := range inFlight {
+			switch {
+			case f.cut:
+			case !now.Before(f.until):
+				f.cut = true
+				f.cancel()
+			case leaseEnd.IsZero() || f.until.Before(leaseEnd):
+				leaseEnd = f.until
+			}
 		}
 
 		// The next poll only when a claim could follow it: with every slot
@@ -191,6 +206,9 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		}
 		if len(inFlight) > 0 && (!timed || nextRenew.Sub(now) < wait) {
 			wait, timed = nextRenew.Sub(now), true
+		}
+		if !leaseEnd.IsZero() && (!timed || leaseEnd.Sub(now) < wait) {
+			wait, timed = leaseEnd.Sub(now), true
 		}
 		var timer <-chan struct{}
 		stop := func() {}
@@ -215,13 +233,22 @@ func (o *Outbox) runShared(ctx context.Context) error {
 	return context.Cause(ctx)
 }
 
-// startShared starts the attempt of a claimed op.
-func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, inFlight map[string]*flight, finished chan<- string) {
+// startShared starts the attempt of a claimed op, whose claim holds until
+// until.
+func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, until time.Time, inFlight map[string]*flight, finished chan<- string) {
 	key := e.Op.Key
-	if _, busy := inFlight[key]; busy {
-		// Our own lease lapsed and we claimed the op again: the attempt
-		// running keeps it; give the new claim back.
-		o.shared.release(ctx, e)
+	if f, busy := inFlight[key]; busy {
+		// Our own lease lapsed (a pause, renewals that failed) and we
+		// claimed the op again: the new claim is the running attempt's
+		// lease. Giving it back would leave the attempt's renewals with
+		// the old one, which the journal reports lost, and the attempt
+		// would be cut short and the op sent again.
+		o.mu.Lock()
+		f.p.e.Lease = e.Lease
+		o.mu.Unlock()
+		if !f.cut {
+			f.until = until
+		}
 		return
 	}
 	o.mu.Lock()
@@ -247,7 +274,7 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 	o.mu.Unlock()
 
 	actx, acancel := context.WithCancel(ctx)
-	inFlight[key] = &flight{p: p, cancel: acancel}
+	inFlight[key] = &flight{p: p, cancel: acancel, until: until}
 	go func() {
 		defer func() { finished <- key }()
 		err := o.attempt(actx, p, h)
@@ -286,12 +313,19 @@ func (o *Outbox) renew(ctx context.Context, inFlight map[string]*flight, now tim
 		held = append(held, f.p.e)
 	}
 	o.mu.Unlock()
-	lost, err := o.shared.j.Renew(ctx, held, now.Add(o.shared.lease))
+	until := now.Add(o.shared.lease)
+	lost, err := o.shared.j.Renew(ctx, held, until)
 	if err != nil {
 		return
 	}
+	for _, f := range inFlight {
+		if !f.cut {
+			f.until = until
+		}
+	}
 	for _, k := range lost {
 		if f, ok := inFlight[k]; ok {
+			f.cut = true
 			f.cancel()
 		}
 	}

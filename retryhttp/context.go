@@ -2,8 +2,10 @@ package retryhttp
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/shed"
 )
 
 // options are what a request's ctx tells the Transport: where to store its
@@ -14,6 +16,8 @@ type options struct {
 	route      string
 	policy     *retry.Policy
 	policyName string
+	priority   shed.Priority
+	hasPrio    bool
 }
 
 type optionsKey struct{}
@@ -63,4 +67,23 @@ func WithPolicy(parent context.Context, p retry.Policy) context.Context {
 // in flight. A policy from [WithPolicy] wins over it.
 func WithPolicyName(parent context.Context, name string) context.Context {
 	return withOptions(parent, func(o *options) { o.policyName = name })
+}
+
+// WithPriority returns a copy of parent whose requests the [Transport]
+// sends with p in the shed.PriorityHeader ("Criticality: sheddable"), so
+// that a server behind a shed.Limiter sheds them in that order under
+// overload. A header the caller set wins.
+func WithPriority(parent context.Context, p shed.Priority) context.Context {
+	return withOptions(parent, func(o *options) { o.priority, o.hasPrio = p, true })
+}
+
+// withPriority returns req with the priority's header, a copy when it
+// must set it: a RoundTripper does not modify its request.
+func withPriority(req *http.Request, o options) *http.Request {
+	if !o.hasPrio || req.Header.Get(shed.PriorityHeader) != "" {
+		return req
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set(shed.PriorityHeader, o.priority.String())
+	return r
 }

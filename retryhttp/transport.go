@@ -198,6 +198,7 @@ func NewClient(p retry.Policy) *http.Client {
 // connection or goroutine is left behind.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	opts := optionsOf(req.Context())
+	req = withPriority(req, opts)
 	c := t.newCall(req, opts)
 	returned := false
 	defer func() {

@@ -3,8 +3,10 @@ package pgstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stormguard/retry/idempotency"
@@ -37,7 +39,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, lease idempotency.Lea
 	if tx == nil {
 		return fmt.Errorf("pgstore: CompleteTx: the transaction is nil")
 	}
-	return s.completeIn(ctx, lease, status, header, body, func(q string, args ...any) (int64, error) {
+	return s.completeIn(ctx, lease, status, header, body, func(ctx context.Context, q string, args ...any) (int64, error) {
 		tag, err := tx.Exec(ctx, q, args...)
 		return tag.RowsAffected(), err
 	})
@@ -50,7 +52,7 @@ func (s *Store) CompleteSQLTx(ctx context.Context, tx *sql.Tx, lease idempotency
 	if tx == nil {
 		return fmt.Errorf("pgstore: CompleteSQLTx: the transaction is nil")
 	}
-	return s.completeIn(ctx, lease, status, header, body, func(q string, args ...any) (int64, error) {
+	return s.completeIn(ctx, lease, status, header, body, func(ctx context.Context, q string, args ...any) (int64, error) {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return 0, err
@@ -61,7 +63,7 @@ func (s *Store) CompleteSQLTx(ctx context.Context, tx *sql.Tx, lease idempotency
 
 // completeIn is CompleteTx on a transaction that exec runs statements in.
 func (s *Store) completeIn(ctx context.Context, lease idempotency.Lease, status int, header http.Header, body []byte,
-	exec func(q string, args ...any) (int64, error)) error {
+	exec func(ctx context.Context, q string, args ...any) (int64, error)) error {
 	if lease.TTL <= 0 {
 		return fmt.Errorf("pgstore: CompleteTx: the lease's TTL %v is not positive", lease.TTL)
 	}
@@ -69,14 +71,33 @@ func (s *Store) completeIn(ctx context.Context, lease idempotency.Lease, status 
 	if err != nil {
 		return fmt.Errorf("pgstore: CompleteTx: %w", err)
 	}
-	n, err := exec(s.q.completeTx, lease.Key, lease.Token, result, micros(lease.TTL))
-	if err != nil {
-		return fmt.Errorf("pgstore: CompleteTx: %w", err)
-	}
-	if n == 1 {
+	n, err := exec(ctx, s.q.completeTx, lease.Key, lease.Token, result, micros(lease.TTL))
+	if err == nil && n == 1 {
 		return nil
 	}
-	_, _ = exec(s.q.abortTx) // its error is the point: tx can only roll back now
+	s.abort(ctx, exec)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), idempotency.ErrLeaseLost) {
+			err = errors.Join(err, idempotency.ErrLeaseLost)
+		}
+		return fmt.Errorf("pgstore: CompleteTx: nothing saved, roll back: %w", err)
+	}
 	return fmt.Errorf("pgstore: CompleteTx: the lease ran out, the key was taken over, or its result is saved already; roll back: %w",
 		idempotency.ErrLeaseLost)
+}
+
+// abortTimeout bounds the statement that fails a transaction whose
+// CompleteTx did not save.
+const abortTimeout = 5 * time.Second
+
+// abort fails the transaction, so that a handler that ignores
+// CompleteTx's error cannot commit its business rows without the saved
+// response. It runs on a ctx of its own: on an ended ctx the driver sends
+// nothing, and the transaction would stay committable. Its own error is
+// the point (the transaction can only roll back now), or says the
+// connection is gone, which fails the transaction as surely.
+func (s *Store) abort(ctx context.Context, exec func(ctx context.Context, q string, args ...any) (int64, error)) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_, _ = exec(actx, s.q.abortTx)
 }

@@ -1,0 +1,60 @@
+package limiter
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// shedRate measures the requests shed for each one admitted, once a
+// second.
+type shedRate struct {
+	mu                  sync.Mutex
+	since               time.Time
+	lastShed, lastAdmit uint64
+	ratio               float64
+}
+
+// RetryAfter is the wait a request shed at now is told: at least the time
+// the queue needs to drain at the recent latency (and one second), plus a
+// share u ∈ [0, 1) of a window of at least two seconds, as many times
+// that as requests were shed for each one admitted in the last second, so
+// that the shed come back spread over more time than they took to arrive
+// rather than at one instant. The window is cut to fit under maxWait,
+// not clamped, so that the cap is not where the fleet piles up. Whole
+// seconds, rounded down, at least one.
+func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) time.Duration {
+	base := max(time.Second, l.Drain())
+	if base >= maxWait {
+		return maxWait.Truncate(time.Second)
+	}
+	window := max(2*time.Second, time.Duration(float64(base)*l.shedRatio(now)))
+	window = min(window, maxWait-base)
+	d := (base + time.Duration(float64(window)*u)).Truncate(time.Second)
+	return min(max(d, time.Second), maxWait)
+}
+
+// shedRatio is the requests shed for each one admitted over the last
+// second or more, capped at 60.
+func (l *Limiter) shedRatio(now time.Time) float64 {
+	r := &l.rate
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := now.Sub(r.since); d >= time.Second || d < 0 {
+		shed, admit := l.shed.Load(), l.admitted.Load()
+		r.ratio = min(60, float64(shed-r.lastShed)/float64(max(admit-r.lastAdmit, 1)))
+		r.since, r.lastShed, r.lastAdmit = now, shed, admit
+	}
+	return r.ratio
+}
+
+// Drain estimates how long the work queued needs to start at the recent
+// latency: (queued+1) rounds of limit each.
+func (l *Limiter) Drain() time.Duration {
+	l.mu.Lock()
+	recent := l.alg.latency()
+	l.mu.Unlock()
+	limit := float64(max(1, l.limit.Load()))
+	rounds := math.Ceil(float64(l.waiting.Load()+1) / limit)
+	return time.Duration(min(rounds*recent, float64(24*time.Hour)))
+}

@@ -1,0 +1,124 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormguard/retry/outbox"
+)
+
+// stallingRenew is a shared journal whose renewals stall for stall, then
+// fail, each time stalls says so: the renewals of a paused process, or of
+// one cut off from its database.
+type stallingRenew struct {
+	outbox.SharedJournal
+	stall  time.Duration
+	stalls atomic.Int64 // renewals still to stall; -1: every one fails at once
+}
+
+var errRenew = errors.New("renew: connection reset")
+
+func (s *stallingRenew) Renew(ctx context.Context, held []outbox.Entry, until time.Time) ([]string, error) {
+	switch n := s.stalls.Load(); {
+	case n < 0:
+		return nil, errRenew
+	case n > 0:
+		s.stalls.Add(-1)
+		time.Sleep(s.stall) // the bubble's time
+		return nil, errRenew
+	}
+	return s.SharedJournal.Renew(ctx, held, until)
+}
+
+// A process that stalls for longer than its lease, with a free slot, claims
+// its own running op again when it wakes. That claim is the running
+// attempt's new lease, not a second attempt: the attempt goes on, under the
+// new lease, and the op is sent once.
+func TestOwnReclaimKeepsTheRunningAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Second
+		m := newMemShared()
+		j := &stallingRenew{SharedJournal: m.handle(), stall: 2 * lease}
+		o, err := outbox.New(j, outbox.Options{Lease: lease, Concurrency: 2, PollInterval: time.Second})
+		require.NoError(t, err)
+		var calls, cut atomic.Int64
+		release := make(chan struct{})
+		o.Handle("pay", func(ctx context.Context, op outbox.Op) error {
+			calls.Add(1)
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				cut.Add(1)
+				return ctx.Err()
+			}
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = o.Run(ctx) })
+		j.stalls.Store(1) // the first renewal stalls past the lease
+		key, err := o.Enqueue(ctx, outbox.Op{Kind: "pay", Payload: []byte("order 1")})
+		require.NoError(t, err)
+		time.Sleep(4 * lease) // the stall, the re-claim, renewals that work again
+		synctest.Wait()
+		close(release)
+		wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+		r, err := o.Wait(wctx, key)
+		wcancel()
+		require.NoError(t, err)
+		assert.Equal(t, outbox.Succeeded, r.State)
+		assert.EqualValues(t, 1, calls.Load(), "sent once")
+		assert.Zero(t, cut.Load(), "the running attempt was not cut short")
+		cancel()
+		wg.Wait()
+	})
+}
+
+// An attempt whose renewals keep failing stops itself when its lease ends:
+// from then on another process may claim the op, and two attempts must
+// not run at once.
+func TestAttemptStopsAtItsLeaseEndWhenRenewalsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Second
+		m := newMemShared()
+		j := &stallingRenew{SharedJournal: m.handle()}
+		j.stalls.Store(-1)
+		o, err := outbox.New(j, outbox.Options{Lease: lease, Concurrency: 1, PollInterval: time.Second})
+		require.NoError(t, err)
+		ended := make(chan time.Duration, 1)
+		var start time.Time
+		var once sync.Once
+		o.Handle("pay", func(ctx context.Context, op outbox.Op) error {
+			first := false
+			once.Do(func() { start, first = time.Now(), true })
+			if !first {
+				return nil
+			}
+			<-ctx.Done()
+			ended <- time.Since(start)
+			return ctx.Err()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = o.Run(ctx) })
+		_, err = o.Enqueue(ctx, outbox.Op{Kind: "pay", Payload: []byte("order 1")})
+		require.NoError(t, err)
+		select {
+		case d := <-ended:
+			assert.LessOrEqual(t, d, lease, "cut at the lease's end, not after it")
+			assert.GreaterOrEqual(t, d, lease-time.Second)
+		case <-time.After(10 * lease):
+			t.Fatal("the attempt ran on past its lease")
+		}
+		cancel()
+		wg.Wait()
+	})
+}

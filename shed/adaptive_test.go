@@ -1,0 +1,139 @@
+package shed_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormguard/retry/shed"
+)
+
+// server is a service of capacity c concurrent requests and a service
+// time of 10 ms: beyond c in flight, work shares the CPU, so each
+// request's latency grows with the count in flight.
+type server struct {
+	c        int64
+	inflight atomic.Int64
+	slower   atomic.Int64 // service time multiplier minus one
+}
+
+func (s *server) work() {
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	service := 10 * time.Millisecond * time.Duration(1+s.slower.Load())
+	time.Sleep(service * time.Duration(max(n, s.c)) / time.Duration(s.c))
+}
+
+// load runs clients that each send, back to back, for d; it returns the
+// limit seen at the end and the largest count inside the server.
+func load(t *testing.T, l *shed.Limiter, s *server, clients int, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				release, err := l.Acquire(ctx, shed.Critical)
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // a shed client's pause
+					continue
+				}
+				s.work()
+				release(shed.Success)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Under three times its capacity, an adaptive limit settles near the
+// capacity from above and from below: the latency it admits stays within
+// Tolerance of the unloaded latency, and the server is kept busy.
+func TestAdaptiveLimitFindsCapacity(t *testing.T) {
+	t.Parallel()
+	// Gradient settles where Tolerance × minimum / recent = 1 − 1/√limit
+	// (about 36 here: 1.8× the unloaded latency); AIMD saws between the
+	// limit at which latency passes twice its minimum (40) and a tenth
+	// below it.
+	for _, alg := range []shed.Algorithm{shed.Gradient, shed.AIMD} {
+		for _, initial := range []int{2, 100} {
+			t.Run(fmt.Sprintf("%d/from%d", alg, initial), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					l := newLimiter(t, shed.Options{Algorithm: alg, InitialLimit: initial, MaxQueue: -1})
+					s := &server{c: 20}
+					load(t, l, s, 60, 8*time.Second)
+					st := l.Stats()
+					t.Logf("limit %d, latency %v, minimum %v, admitted %d, shed %d", st.Limit, st.Latency, st.MinLatency, st.Admitted, st.Shed)
+					assert.GreaterOrEqual(t, st.Limit, 16, "the server is kept busy")
+					assert.LessOrEqual(t, st.Limit, 44, "work does not pile up inside the server")
+					assert.LessOrEqual(t, st.Latency, 22*time.Millisecond)
+					require.NotZero(t, st.Shed)
+				})
+			})
+		}
+	}
+}
+
+// Work that reports Overloaded takes the limit down, whatever its
+// latency.
+func TestOverloadedShrinksTheLimit(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{InitialLimit: 100})
+		// The first sample starts the probe of the unloaded latency, and
+		// the next window is the probe's; ten windows follow.
+		for range 1 + 25 + 25*10 {
+			release, err := l.Acquire(context.Background(), shed.Critical)
+			require.NoError(t, err)
+			time.Sleep(time.Millisecond)
+			release(shed.Overloaded)
+		}
+		assert.Equal(t, 34, l.Stats().Limit, "ten windows, a tenth off each: 100 × 0.9^10")
+	})
+}
+
+// Ignored work is no sample: a thousand slow cancels leave the limit
+// alone.
+func TestIgnoredIsNoSample(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{InitialLimit: 30})
+		for range 1000 {
+			release, err := l.Acquire(context.Background(), shed.Critical)
+			require.NoError(t, err)
+			time.Sleep(time.Second)
+			release(shed.Ignored)
+		}
+		assert.Equal(t, 30, l.Stats().Limit)
+		assert.Zero(t, l.Stats().Latency)
+	})
+}
+
+// A service that gets slower for good (a heavier dependency, a bigger
+// working set) keeps its throughput: the next probe measures the new
+// unloaded latency, and the limit comes back to the capacity. Without
+// probes the old minimum would hold the limit down for ever.
+func TestMinimumFollowsASlowerService(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{MaxQueue: -1})
+		s := &server{c: 20}
+		load(t, l, s, 60, 5*time.Second)
+		before := l.Stats().Limit
+		s.slower.Store(1) // 20 ms from now on
+		load(t, l, s, 60, 3*time.Second)
+		assert.Less(t, l.Stats().Limit, before, "a slower service looks like queueing at first")
+		load(t, l, s, 60, 20*time.Second) // two probes: every 10 s
+		st := l.Stats()
+		assert.Equal(t, 20*time.Millisecond, st.MinLatency)
+		assert.GreaterOrEqual(t, st.Limit, 16, "the server is kept busy again")
+	})
+}
