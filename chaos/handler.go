@@ -36,6 +36,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	h.inject(w, r)
+}
+
+// inject is ServeHTTP with a switch on, apart so that the fast path keeps
+// a small frame.
+func (h *handler) inject(w http.ResponseWriter, r *http.Request) {
 	d := h.in.Decide(r)
 	if d.Wait(r.Context()) != nil {
 		return // the client gave up: nobody reads an answer

@@ -38,6 +38,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.in.Active() {
 		return t.base.RoundTrip(req)
 	}
+	return t.inject(req)
+}
+
+// inject is RoundTrip with a switch on, apart so that the fast path keeps
+// a small frame.
+func (t *transport) inject(req *http.Request) (*http.Response, error) {
 	d := t.in.Decide(req)
 	if err := d.Wait(req.Context()); err != nil {
 		closeBody(req)
