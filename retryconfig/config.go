@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 	"github.com/stormguard/retry/guard"
 )
 
@@ -42,6 +43,7 @@ type entry struct {
 	quota    string // retryhttp's QuotaMode by name, "" when not set
 
 	staleIfError time.Duration // 0 when not set
+	chaos        []chaos.Fault // without a Switch: see Config.Chaos
 }
 
 // Hedging is a gRPC hedgingPolicy (gRFC A6): up to MaxAttempts copies of a

@@ -63,6 +63,24 @@
 // "breaker": "payments" and "throttle": "payments", and gets the
 // [guard.Breaker] and [guard.Throttle] in its Breaker and Throttle fields.
 //
+// A policy may declare faults to inject into its calls, for a game day
+// (see package chaos), as a list under "chaos":
+//
+//	"orders": {"maxAttempts": 4, "chaos": [
+//	  {"rate": 0.2, "status": 503, "header": {"Retry-After": "1"}},
+//	  {"name": "slow", "rate": 0.1, "latency": "200ms"},
+//	  {"rate": 0.05, "drop": true}
+//	]}
+//
+// A fault's fields are those of [chaos.Fault] in lower case (name, rate,
+// status, header, latency, drop; rate is required), checked as
+// [chaos.Fault.Validate] checks them; its errors match
+// chaos.ErrInvalidFault too. The document only declares the faults: the
+// program arms them with a chaos.Switch of its own, off until it turns it
+// on, through [Config.Chaos], or [Live.ChaosTransport] and
+// [Live.ChaosHandler], which follow reloads, so that a game day is a
+// config change on a running service that opted in.
+//
 // [Parse] validates the whole document: an unknown field (a typo), a bad
 // value or a reference to a missing budget, breaker or throttle anywhere
 // rejects all of it, with an error that names the path, such as

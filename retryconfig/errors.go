@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 	"github.com/stormguard/retry/guard"
 )
 
@@ -19,6 +20,7 @@ type pathError struct {
 	msg    string
 	policy bool // a policy's field is at fault: matches retry.ErrInvalidPolicy
 	guard  bool // a guard's field is at fault: matches guard.ErrInvalidOptions
+	fault  bool // a policy's chaos is at fault: matches chaos.ErrInvalidFault too
 }
 
 func (e *pathError) Error() string {
@@ -29,7 +31,8 @@ func (e *pathError) Error() string {
 }
 
 func (e *pathError) Is(target error) bool {
-	return e.policy && target == retry.ErrInvalidPolicy || e.guard && target == guard.ErrInvalidOptions
+	return e.policy && target == retry.ErrInvalidPolicy || e.guard && target == guard.ErrInvalidOptions ||
+		e.fault && target == chaos.ErrInvalidFault
 }
 
 // problems collects the errors of one document.
@@ -51,6 +54,14 @@ func (p *problems) addGuard(path string, format string, args ...any) {
 	p.add(path, false, format, args...)
 	if len(p.errs) > 0 && p.errs[len(p.errs)-1].path == path {
 		p.errs[len(p.errs)-1].guard = true
+	}
+}
+
+// addFault adds a problem of a policy's faults at path.
+func (p *problems) addFault(path string, format string, args ...any) {
+	p.add(path, true, format, args...)
+	if len(p.errs) > 0 && p.errs[len(p.errs)-1].path == path {
+		p.errs[len(p.errs)-1].fault = true
 	}
 }
 

@@ -65,7 +65,7 @@ func ExampleLive() {
 	_ = live.Update([]byte(`{"policies": {"payments": {"maxAttempts": 1}}}`))
 	fmt.Println(live.Version(), live.Policy("payments").MaxAttempts)
 	// Output:
-	// retryconfig: policies.payments.maxBackof: unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle, hedging or staleIfError)
+	// retryconfig: policies.payments.maxBackof: unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle, hedging, staleIfError or chaos)
 	// 1 2
 	// 2 1
 }

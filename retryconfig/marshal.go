@@ -85,6 +85,10 @@ func appendPolicy(b []byte, e *entry) []byte {
 		w.b = append(hw.b, '}')
 	}
 	w.duration("staleIfError", e.staleIfError)
+	if e.chaos != nil {
+		w.key("chaos")
+		w.b = appendChaos(w.b, e.chaos)
+	}
 	return append(w.b, '}')
 }
 

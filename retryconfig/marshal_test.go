@@ -36,6 +36,7 @@ func samePolicies(t *testing.T, a, b *retryconfig.Config) {
 		assert.Equal(t, oka, okb, n)
 		assert.Equal(t, ha, hb, n)
 		assert.Equal(t, a.StaleIfError(n), b.StaleIfError(n), n)
+		assert.Equal(t, a.Chaos(n, nil), b.Chaos(n, nil), n)
 	}
 }
 
@@ -45,6 +46,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 		"ours": doc,
 		"hedging": `{"policies": {"h": {"maxAttempts": 1, "hedging": {"maxAttempts": 3, "hedgingDelay": "0.05s",
 			"nonFatalStatusCodes": ["UNAVAILABLE", 4]}}}}`,
+		"chaos": `{"policies": {"orders": {"chaos": [{"rate": 0.2, "status": 503, "header": {"retry-after": "1", "X-Why": ""}},
+			{"name": "slow", "rate": 0.1, "latency": "0.2s"}, {"rate": 0, "drop": true}]}}}`,
 		"escaped names": `{"policies": {"/pkg.Svc/<M>": {"jitter": "none"}, "\u00e9": {}}}`,
 		"empty":         `{}`,
 		"stale":         `{"policies": {"default": {"staleIfError": "90s"}, "feed": {"maxAttempts": 2, "staleIfError": "1h"}}}`,

@@ -115,8 +115,8 @@ func (o *Overrides) FromEnv(prefix string, environ []string) error {
 	return nil
 }
 
-// fieldNames are the fields an override can set; hedging cannot, being an
-// object.
+// fieldNames are the fields an override can set; hedging and chaos cannot,
+// being an object and a list of them.
 var fieldNames = [...]string{"maxAttempts", "baseBackoff", "factor", "maxBackoff", "maxElapsed",
 	"attemptTimeout", "jitter", "retryableStatusCodes", "quota", "budget", "breaker", "throttle", "staleIfError"}
 
@@ -143,8 +143,11 @@ func envName(s string) string {
 }
 
 func newOverride(source, policy, field, value string) (override, error) {
-	if field == "hedging" {
+	switch field {
+	case "hedging":
 		return override{}, fmt.Errorf("retryconfig: %s: hedging is an object: set it in the document", source)
+	case "chaos":
+		return override{}, fmt.Errorf("retryconfig: %s: chaos is a list of faults: set it in the document", source)
 	}
 	ov := override{source: source, policy: policy, field: field, val: overrideValue(field, value)}
 	if err := (&entry{}).set(field, ov.val); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 )
 
 // Parse reads a document of named policies (see the package doc) and
@@ -94,7 +95,11 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	for _, f := range fields {
 		if err := e.set(f.key, f.val); err != nil {
 			bad = true
-			p.add("policies."+name+"."+f.key, true, "%v", err)
+			if f.key == "chaos" {
+				p.addFault("policies."+name+"."+f.key, "%v", err)
+			} else {
+				p.add("policies."+name+"."+f.key, true, "%v", err)
+			}
 		}
 	}
 	if !bad {
@@ -102,7 +107,7 @@ func parsePolicy(e *entry, name string, v *value, p *problems) {
 	}
 }
 
-var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle, hedging or staleIfError)")
+var errUnknownField = errorf("unknown field (want maxAttempts, baseBackoff, factor, maxBackoff, maxElapsed, attemptTimeout, jitter, retryableStatusCodes, quota, budget, breaker, throttle, hedging, staleIfError or chaos)")
 
 // set sets one field of a policy of our format from its JSON value.
 func (e *entry) set(key string, v *value) error {
@@ -186,6 +191,11 @@ func (e *entry) set(key string, v *value) error {
 		var d time.Duration
 		if d, err = parseStaleIfError(v); err == nil {
 			e.staleIfError = d
+		}
+	case "chaos":
+		var fs []chaos.Fault
+		if fs, err = parseChaos(v); err == nil {
+			e.chaos = fs
 		}
 	default:
 		return errUnknownField

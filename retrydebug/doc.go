@@ -36,6 +36,9 @@
 //
 //	rec.ShedLimiter("api", limiter)
 //
+// During a game day, [Recorder.Chaos] shows a chaos.Switch: on or off, and
+// the faults it has injected, next to what the retries made of them.
+//
 // Wire each retry loop to the Recorder once: a retryhttp.Transport through
 // its OnDone, and not also through its Policy's OnDone, or each request is
 // counted twice, under two names (see [Recorder.RecordHTTP]).

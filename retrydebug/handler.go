@@ -95,6 +95,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		p.Outboxes = newOutboxRows(r.outboxOps())
 		p.Shed = newShedRows(r.shedStatuses())
+		p.Chaos = newChaosRows(r.chaosSwitches())
 	}
 	if err := pageTemplate.Execute(&body, p); err != nil {
 		http.Error(w, "rendering failed", http.StatusInternalServerError)

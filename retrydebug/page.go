@@ -41,6 +41,7 @@ type page struct {
 	HasConfig bool
 	Outboxes  []outboxRow
 	Shed      []shedRow
+	Chaos     []chaosRow
 }
 
 // idemRow is a route's line in the idempotency table: the outcomes a

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormguard/retry"
+	"github.com/stormguard/retry/chaos"
 	"github.com/stormguard/retry/guard"
 	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/retryhttp"
@@ -63,6 +64,7 @@ type Recorder struct {
 
 	outboxes []named[*outbox.Outbox] // see Outbox
 	shedders []named[*shed.Limiter]  // see ShedLimiter
+	switches []named[*chaos.Switch]  // see Chaos
 }
 
 // httpKey is what a request's operation name is made of, so that a

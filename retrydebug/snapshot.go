@@ -37,6 +37,9 @@ type Snapshot struct {
 	// ShedLimiters has the state of the server load shedders registered
 	// with [Recorder.ShedLimiter], in the order registered.
 	ShedLimiters []ShedStatus `json:"shed_limiters,omitempty"`
+	// Chaos has the chaos switches registered with [Recorder.Chaos], in
+	// the order registered.
+	Chaos []ChaosSwitch `json:"chaos,omitempty"`
 }
 
 // Operation is the record of one operation name.
@@ -116,6 +119,7 @@ func (r *Recorder) Snapshot() Snapshot {
 	s.ConfigVersion, _ = r.configVersionNow()
 	s.Outboxes = r.outboxOps()
 	s.ShedLimiters = r.shedStatuses()
+	s.Chaos = r.chaosSwitches()
 	s.Breakers, s.Throttles = r.breakerStatuses(), r.throttleStatuses()
 	for _, op := range ops {
 		s.Operations = append(s.Operations, op.snapshot(true))

@@ -142,5 +142,13 @@
 // Interceptors placed before this one in the chain see one call, whatever
 // the retries; those placed after it see each attempt. Put metrics that
 // should count attempts, and auth that must be fresh on each attempt, after
-// it.
+// it, and [ChaosUnaryClientInterceptor] too, so that each attempt of a game
+// day is drawn for.
+//
+// # Faults on purpose
+//
+// [ChaosUnaryClientInterceptor] and [ChaosUnaryServerInterceptor] inject
+// the faults of package chaos into unary calls, off until their
+// chaos.Switch is on, to prove a service's retries, budgets and breakers
+// before an outage does.
 package retrygrpc
