@@ -11,7 +11,8 @@ import (
 var (
 	// ErrGaveUp is matched by every error of a Do that gave up on an error
 	// it would have retried, or was refused an attempt: ErrExhausted,
-	// ErrDeadline, ErrBudgetExhausted, ErrThrottled and ErrBreakerOpen.
+	// ErrDeadline, ErrBudgetExhausted, ErrThrottled, ErrBreakerOpen and
+	// ErrLimited.
 	// Test it to serve a fallback.
 	ErrGaveUp = errors.New("retry: gave up")
 
@@ -38,6 +39,11 @@ var (
 	// marked [Permanent], so that an outer Do with the DefaultClassifier
 	// does not retry a call that a breaker refused.
 	ErrBreakerOpen = Permanent(errors.New("retry: circuit breaker open"))
+
+	// ErrLimited means the Policy's Limiter refused an attempt, which was
+	// not sent: as many attempts to the service as it allows were in
+	// flight, and no slot came free in its queue in time.
+	ErrLimited = errors.New("retry: limited")
 
 	// ErrInvalidPolicy is matched by every error of Policy.Validate; Do
 	// returns such an error without calling op.
@@ -81,6 +87,9 @@ const (
 	// StopBreakerOpen: the Breaker refused an attempt, which was not sent
 	// ([ErrBreakerOpen]).
 	StopBreakerOpen
+	// StopLimited: the Limiter refused an attempt, which was not sent
+	// ([ErrLimited]).
+	StopLimited
 )
 
 var stopText = [...]string{
@@ -96,6 +105,7 @@ var stopText = [...]string{
 	StopPanicked:     "panicked",
 	StopThrottled:    "throttled",
 	StopBreakerOpen:  "circuit breaker open",
+	StopLimited:      "limited",
 }
 
 // String returns a short text for logs: "ok", "attempts exhausted", …
@@ -146,7 +156,7 @@ func (e *StopError) Error() string {
 		b = append(b, "retry: gave up after "...)
 		b = appendAttempts(b, e.Attempts)
 		b = append(b, ", retry budget exhausted"...)
-	case StopThrottled, StopBreakerOpen:
+	case StopThrottled, StopBreakerOpen, StopLimited:
 		b = append(b, "retry: "...)
 		b = append(b, e.Stop.String()...)
 		if e.Attempts == 0 {
@@ -190,7 +200,7 @@ func appendAttempts(b []byte, n int) []byte {
 // Is reports whether target is [ErrGaveUp] and e gave up.
 func (e *StopError) Is(target error) bool {
 	return target == ErrGaveUp && (e.Stop == StopExhausted || e.Stop == StopDeadline || e.Stop == StopBudget ||
-		e.Stop == StopThrottled || e.Stop == StopBreakerOpen)
+		e.Stop == StopThrottled || e.Stop == StopBreakerOpen || e.Stop == StopLimited)
 }
 
 // Unwrap gives errors.Is and errors.As the stop reason's sentinel, the
@@ -208,6 +218,8 @@ func (e *StopError) Unwrap() []error {
 		why = ErrThrottled
 	case StopBreakerOpen:
 		why = ErrBreakerOpen
+	case StopLimited:
+		why = ErrLimited
 	}
 	errs := make([]error, 0, 4)
 	for _, err := range [...]error{why, e.ctxErr, e.cause, e.Err} {

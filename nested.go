@@ -30,7 +30,8 @@ type loopMark struct {
 	budget   *guard.Budget
 	breaker  *guard.Breaker
 	throttle *guard.Throttle
-	done     atomic.Bool // set when the loop returns
+	limiter  *guard.Limiter // whose slot the loop's attempt holds while op runs
+	done     atomic.Bool    // set when the loop returns
 
 	// vals is what the packages beside retry keep for the whole loop, such
 	// as retryhttp's idempotency key of each write that op makes, so that
@@ -42,6 +43,10 @@ func (m *loopMark) Value(key any) any {
 	switch key {
 	case nestedKey{}:
 		return m
+	case heldKey{m.limiter}:
+		if m.limiter != nil && !m.done.Load() {
+			return m
+		}
 	case loopvals.Key{}:
 		if m.done.Load() {
 			return nil // as outerLoop: a dead mark hides nothing and offers nothing
@@ -59,4 +64,38 @@ func outerLoop(ctx context.Context) *loopMark {
 		return nil
 	}
 	return m
+}
+
+// A slot of a guard.Limiter is for one attempt to its downstream: a loop
+// inside that attempt (a Do in op, a Transport below) that shares the
+// Limiter must not take a second one, which would count the attempt twice
+// and, with a limit of one, wait for itself. So a loop whose attempts hold
+// slots marks op's ctx with its Limiter, whatever its MaxAttempts and
+// whether or not it is nested, and a loop inside that finds its own
+// Limiter so marked leaves it to the outer one, even with RetryNested.
+
+// heldKey is the ctx key under which a loop whose attempt holds a slot of
+// l answers: its loopMark, or a slotMark when it marks nothing else.
+type heldKey struct{ l *guard.Limiter }
+
+// slotMark is op's ctx for a loop that holds slots of limiter but leaves
+// the ctx otherwise unmarked: one of a single attempt, or one nested in
+// another loop.
+type slotMark struct {
+	context.Context
+	limiter *guard.Limiter
+	done    atomic.Bool // set when the loop returns
+}
+
+func (m *slotMark) Value(key any) any {
+	if key == (heldKey{m.limiter}) && !m.done.Load() {
+		return m
+	}
+	return m.Context.Value(key)
+}
+
+// slotHeld reports whether a live loop outside, whose op ctx is ctx, holds
+// a slot of l for the attempt that this call runs in.
+func slotHeld(ctx context.Context, l *guard.Limiter) bool {
+	return ctx.Value(heldKey{l}) != nil
 }

@@ -17,7 +17,8 @@ import (
 // rather than after sleeping); a refusal by the Budget
 // ([ErrBudgetExhausted]); a refusal by the Throttle ([ErrThrottled]) or
 // the Breaker ([ErrBreakerOpen]), before any attempt, the first included,
-// that they would not let through; or ctx ending, which is seen at once, even
+// that they would not let through; a refusal by the Limiter
+// ([ErrLimited]), when no slot came free for an attempt in time; or ctx ending, which is seen at once, even
 // mid-wait, and after which op is never called again (the error then matches
 // ctx.Err() and context.Cause). Each of these errors is a [*StopError] and
 // also matches the last attempt's error with errors.Is; all but ctx's
@@ -143,7 +144,13 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			budget = nil // the outer loop counts this attempt: once is enough
 		}
 	} else if maxAttempts != 1 {
-		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle, limiter: p.Limiter}
+		defer mark.done.Store(true)
+		opCtx = mark
+	}
+	if p.Limiter != nil && opCtx == ctx {
+		// Unmarked, yet its attempts hold slots: a loop inside must see it.
+		mark := &slotMark{Context: ctx, limiter: p.Limiter}
 		defer mark.done.Store(true)
 		opCtx = mark
 	}
@@ -174,7 +181,12 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	var wait time.Duration
 	for n := 1; ; n++ {
 		if g != nil {
-			if r := g.Admit(n); r != guard.NotRefused {
+			// A full Limiter queues the attempt, while op's ctx lives.
+			if r := g.AdmitContext(opCtx, n); r != guard.NotRefused {
+				if ctx.Err() != nil { // it ended while the attempt waited for a slot
+					t.stop, err = StopContextDone, ctxStop(ctx, err, n-1)
+					break
+				}
 				stop := refusalStop(r)
 				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
 				break

@@ -105,7 +105,7 @@ type BudgetTokens struct {
 // gaveUp reports whether s is one of the reasons retry.ErrGaveUp matches.
 func gaveUp(s retry.StopReason) bool {
 	return s == retry.StopExhausted || s == retry.StopDeadline || s == retry.StopBudget ||
-		s == retry.StopThrottled || s == retry.StopBreakerOpen
+		s == retry.StopThrottled || s == retry.StopBreakerOpen || s == retry.StopLimited
 }
 
 // Snapshot returns a copy of what r holds now.

@@ -38,6 +38,7 @@ var outcomes = [...]string{
 	retry.StopPanicked:     "panicked",
 	retry.StopThrottled:    "throttled",
 	retry.StopBreakerOpen:  "breaker_open",
+	retry.StopLimited:      "limited",
 }
 
 // outcomeOf returns the index in outcomes of s; a reason this package does
