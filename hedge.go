@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/guard"
@@ -137,14 +138,16 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 		lim = nil // the attempt this call runs in holds a slot of it already
 	}
 	var callCtx context.Context = ctx
+	var marked *atomic.Bool
 	if !deferred {
-		mark := &loopMark{Context: ctx, budget: p.Budget, limiter: lim}
-		defer mark.done.Store(true)
-		callCtx = mark
-	} else if lim != nil {
-		mark := &slotMark{Context: ctx, limiter: lim}
-		defer mark.done.Store(true)
-		callCtx = mark
+		mark := &loopMark{Context: ctx, budget: p.Budget}
+		marked, callCtx = &mark.done, mark
+	}
+	if lim != nil {
+		callCtx, marked = markSlots(callCtx, lim, marked)
+	}
+	if marked != nil {
+		defer marked.Store(true)
 	}
 	callCtx, cancelCall := context.WithCancel(callCtx)
 	defer cancelCall()

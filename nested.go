@@ -30,8 +30,7 @@ type loopMark struct {
 	budget   *guard.Budget
 	breaker  *guard.Breaker
 	throttle *guard.Throttle
-	limiter  *guard.Limiter // whose slot the loop's attempt holds while op runs
-	done     atomic.Bool    // set when the loop returns
+	done     atomic.Bool // set when the loop returns
 
 	// vals is what the packages beside retry keep for the whole loop, such
 	// as retryhttp's idempotency key of each write that op makes, so that
@@ -43,10 +42,6 @@ func (m *loopMark) Value(key any) any {
 	switch key {
 	case nestedKey{}:
 		return m
-	case heldKey{m.limiter}:
-		if m.limiter != nil && !m.done.Load() {
-			return m
-		}
 	case loopvals.Key{}:
 		if m.done.Load() {
 			return nil // as outerLoop: a dead mark hides nothing and offers nothing
@@ -72,19 +67,31 @@ func outerLoop(ctx context.Context) *loopMark {
 // and, with a limit of one, wait for itself. So a loop whose attempts hold
 // slots marks op's ctx with its Limiter, whatever its MaxAttempts and
 // whether or not it is nested, and a loop inside that finds its own
-// Limiter so marked leaves it to the outer one, even with RetryNested.
+// Limiter so marked leaves it to the outer one, even with RetryNested. The
+// mark is a ctx of its own, over the loopMark if there is one, so that a
+// loop without a Limiter allocates no more for it.
 
 // heldKey is the ctx key under which a loop whose attempt holds a slot of
-// l answers: its loopMark, or a slotMark when it marks nothing else.
+// l answers.
 type heldKey struct{ l *guard.Limiter }
 
-// slotMark is op's ctx for a loop that holds slots of limiter but leaves
-// the ctx otherwise unmarked: one of a single attempt, or one nested in
-// another loop.
+// slotMark is op's ctx for a loop whose attempts hold slots of limiter.
 type slotMark struct {
 	context.Context
 	limiter *guard.Limiter
-	done    atomic.Bool // set when the loop returns
+	done    *atomic.Bool // set when the loop returns: its loopMark's, or own
+	own     atomic.Bool
+}
+
+// markSlots returns parent marked as the ctx of a loop whose attempts hold
+// slots of l, and the flag that ends the mark: done, the loopMark's, if
+// not nil.
+func markSlots(parent context.Context, l *guard.Limiter, done *atomic.Bool) (context.Context, *atomic.Bool) {
+	m := &slotMark{Context: parent, limiter: l, done: done}
+	if done == nil {
+		m.done = &m.own
+	}
+	return m, m.done
 }
 
 func (m *slotMark) Value(key any) any {

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/guard"
@@ -138,21 +139,23 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 	maxAttempts, budget, deferred := p.maxAttempts(), p.Budget, false
 	opCtx := ctx
+	var marked *atomic.Bool // the mark on opCtx, dead once the loop returns
 	if outer := outerLoop(ctx); outer != nil && !p.RetryNested {
 		deferred, maxAttempts = true, 1
 		if outer.budget == budget {
 			budget = nil // the outer loop counts this attempt: once is enough
 		}
 	} else if maxAttempts != 1 {
-		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle, limiter: p.Limiter}
-		defer mark.done.Store(true)
-		opCtx = mark
+		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+		marked, opCtx = &mark.done, mark
 	}
-	if p.Limiter != nil && opCtx == ctx {
-		// Unmarked, yet its attempts hold slots: a loop inside must see it.
-		mark := &slotMark{Context: ctx, limiter: p.Limiter}
-		defer mark.done.Store(true)
-		opCtx = mark
+	if p.Limiter != nil { // its attempts hold slots: a loop inside must see it
+		opCtx, marked = markSlots(opCtx, p.Limiter, marked)
+	}
+	if marked != nil {
+		// One defer for either mark: a fourth would keep the compiler from
+		// open-coding them (at most 15 returns × defers).
+		defer marked.Store(true)
 	}
 
 	// began is when the current attempt started, or zero when it is not
