@@ -80,63 +80,51 @@ func BenchmarkGuardFirstSuccess(b *testing.B) {
 // BenchmarkLimiterAdmit is what a fixed Limiter costs an attempt that
 // finds a slot free: its admission and its release through a Call, from
 // one goroutine and from all of them at once (where the count in flight
-// is one cache line that every core writes).
+// is one cache line that every core writes). "no-limiter" is the Call
+// alone, to compare with.
 func BenchmarkLimiterAdmit(b *testing.B) {
-	b.Run("no-limiter", func(b *testing.B) { // the Call alone, to compare with
-		b.ReportAllocs()
-		cpu := startCPU(b)
-		defer cpu.stop(b)
-		for b.Loop() {
-			var c guard.Call
-			c.Start(nil, nil)
-			c.Limit(nil)
-			if c.Admit(1) != guard.NotRefused {
-				b.Fatal("refused")
-			}
-			c.Succeeded()
-			c.End()
-		}
-	})
 	for _, bc := range []struct {
 		name string
-		o    guard.LimiterOptions
+		o    *guard.LimiterOptions
 	}{
-		{"fixed", guard.LimiterOptions{Max: 1 << 20}},
-		{"adaptive-still-clock", guard.LimiterOptions{Max: 1 << 20, Adaptive: true, Clock: stillClock{}}},
+		{"no-limiter", nil},
+		{"fixed", &guard.LimiterOptions{Max: 1 << 20}},
+		{"adaptive-still-clock", &guard.LimiterOptions{Max: 1 << 20, Adaptive: true, Clock: stillClock{}}},
 	} {
-		l, err := guard.NewLimiter(bc.o)
-		if err != nil {
-			b.Fatal(err)
+		var l *guard.Limiter
+		if bc.o != nil {
+			var err error
+			if l, err = guard.NewLimiter(*bc.o); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU(b)
 			defer cpu.stop(b)
 			for b.Loop() {
-				var c guard.Call
-				c.Start(nil, nil)
-				c.Limit(l)
-				if c.Admit(1) != guard.NotRefused {
-					b.Fatal("refused")
-				}
-				c.Succeeded()
-				c.End()
+				admitOne(l)
 			}
 		})
 		b.Run(bc.name+"-parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					var c guard.Call
-					c.Start(nil, nil)
-					c.Limit(l)
-					if c.Admit(1) != guard.NotRefused {
-						panic("refused")
-					}
-					c.Succeeded()
-					c.End()
+					admitOne(l)
 				}
 			})
 		})
 	}
+}
+
+// admitOne makes one attempt's admission and release through l.
+func admitOne(l *guard.Limiter) {
+	var c guard.Call
+	c.Start(nil, nil)
+	c.Limit(l)
+	if c.Admit(1) != guard.NotRefused {
+		panic("refused")
+	}
+	c.Succeeded()
+	c.End()
 }
