@@ -165,6 +165,7 @@ func TestLimiterQueueTimeout(t *testing.T) {
 		require.ErrorIs(t, err, retry.ErrGaveUp)
 		assert.Equal(t, retry.StopLimited, tr.Stop())
 		assert.Equal(t, "limited", tr.Stop().String())
+		assert.Contains(t, tr.String(), "limited", "the Trace shows why the call stopped")
 		assert.Equal(t, "retry: limited before the first attempt", err.Error())
 		assert.False(t, sent, "a refused attempt is sent")
 		assert.Equal(t, 50*time.Millisecond, time.Since(start), "waited in the queue")
