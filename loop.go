@@ -99,10 +99,6 @@ func (p Policy) Succeeded(ctx context.Context, pr *Progress) {
 // Throttle it shares with p, nor take a second slot of its Limiter. Call done when the loop ends: a ctx kept
 // after that carries a dead mark, and a Do on it retries as usual.
 func (p Policy) Own(ctx context.Context) (opCtx context.Context, done func()) {
-	m := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
-	opCtx = m
-	if p.Limiter != nil {
-		opCtx, _ = markSlots(m, p.Limiter, &m.done)
-	}
-	return opCtx, func() { m.done.Store(true) }
+	opCtx, marked := markLoop(ctx, &p)
+	return opCtx, func() { marked.Store(true) }
 }

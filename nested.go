@@ -83,6 +83,24 @@ type slotMark struct {
 	own     atomic.Bool
 }
 
+// markLoop returns ctx marked as the ctx of a loop of p's, with the flag
+// that ends the mark: a loopMark, and over it a slotMark when p has a
+// Limiter, the two in one allocation.
+func markLoop(ctx context.Context, p *Policy) (context.Context, *atomic.Bool) {
+	if p.Limiter == nil {
+		m := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+		return m, &m.done
+	}
+	both := new(struct {
+		loop loopMark
+		slot slotMark
+	})
+	m, s := &both.loop, &both.slot
+	m.Context, m.budget, m.breaker, m.throttle = ctx, p.Budget, p.Breaker, p.Throttle
+	s.Context, s.limiter, s.done = m, p.Limiter, &m.done
+	return s, &m.done
+}
+
 // markSlots returns parent marked as the ctx of a loop whose attempts hold
 // slots of l, and the flag that ends the mark: done, the loopMark's, if
 // not nil.

@@ -146,11 +146,10 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 			budget = nil // the outer loop counts this attempt: once is enough
 		}
 	} else if maxAttempts != 1 {
-		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
-		marked, opCtx = &mark.done, mark
+		opCtx, marked = markLoop(ctx, p)
 	}
-	if p.Limiter != nil { // its attempts hold slots: a loop inside must see it
-		opCtx, marked = markSlots(opCtx, p.Limiter, marked)
+	if p.Limiter != nil && marked == nil { // its attempts hold slots: a loop inside must see it
+		opCtx, marked = markSlots(opCtx, p.Limiter, nil)
 	}
 	if marked != nil {
 		// One defer for either mark: a fourth would keep the compiler from
