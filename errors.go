@@ -11,7 +11,8 @@ import (
 var (
 	// ErrGaveUp is matched by every error of a Do that gave up on an error
 	// it would have retried, or was refused an attempt: ErrExhausted,
-	// ErrDeadline, ErrBudgetExhausted, ErrThrottled and ErrBreakerOpen.
+	// ErrDeadline, ErrBudgetExhausted, ErrThrottled, ErrBreakerOpen and
+	// ErrLimited.
 	// Test it to serve a fallback.
 	ErrGaveUp = errors.New("retry: gave up")
 
@@ -38,6 +39,11 @@ var (
 	// marked [Permanent], so that an outer Do with the DefaultClassifier
 	// does not retry a call that a breaker refused.
 	ErrBreakerOpen = Permanent(errors.New("retry: circuit breaker open"))
+
+	// ErrLimited means the Policy's Limiter refused an attempt, which was
+	// not sent: as many attempts to the service as it allows were in
+	// flight, and no slot came free in its queue in time.
+	ErrLimited = errors.New("retry: limited")
 
 	// ErrInvalidPolicy is matched by every error of Policy.Validate; Do
 	// returns such an error without calling op.
@@ -86,6 +92,9 @@ const (
 	// RFC 5861): Do never stops for it, but the Trace that integration
 	// reports, to its own OnDone and trace, ends with it.
 	StopStale
+	// StopLimited: the Limiter refused an attempt, which was not sent
+	// ([ErrLimited]).
+	StopLimited
 )
 
 var stopText = [...]string{
@@ -102,6 +111,7 @@ var stopText = [...]string{
 	StopThrottled:    "throttled",
 	StopBreakerOpen:  "circuit breaker open",
 	StopStale:        "served stale",
+	StopLimited:      "limited",
 }
 
 // String returns a short text for logs: "ok", "attempts exhausted", …
@@ -114,11 +124,12 @@ func (s StopReason) String() string {
 
 // GaveUp reports whether s is a reason that [ErrGaveUp] matches: Do gave up
 // on an error it would have retried (StopExhausted, StopDeadline,
-// StopBudget), or was refused an attempt (StopThrottled, StopBreakerOpen).
+// StopBudget), or was refused an attempt (StopThrottled, StopBreakerOpen,
+// StopLimited).
 // These are the failures a fallback serves.
 func (s StopReason) GaveUp() bool {
 	switch s {
-	case StopExhausted, StopDeadline, StopBudget, StopThrottled, StopBreakerOpen:
+	case StopExhausted, StopDeadline, StopBudget, StopThrottled, StopBreakerOpen, StopLimited:
 		return true
 	}
 	return false
@@ -164,7 +175,7 @@ func (e *StopError) Error() string {
 		b = append(b, "retry: gave up after "...)
 		b = appendAttempts(b, e.Attempts)
 		b = append(b, ", retry budget exhausted"...)
-	case StopThrottled, StopBreakerOpen:
+	case StopThrottled, StopBreakerOpen, StopLimited:
 		b = append(b, "retry: "...)
 		b = append(b, e.Stop.String()...)
 		if e.Attempts == 0 {
@@ -225,6 +236,8 @@ func (e *StopError) Unwrap() []error {
 		why = ErrThrottled
 	case StopBreakerOpen:
 		why = ErrBreakerOpen
+	case StopLimited:
+		why = ErrLimited
 	}
 	errs := make([]error, 0, 4)
 	for _, err := range [...]error{why, e.ctxErr, e.cause, e.Err} {

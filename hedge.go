@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/guard"
@@ -132,11 +133,21 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 	// copies, but leaves retrying after failures to that loop; otherwise it
 	// marks its attempts' ctx as a loop's, so that a Do in op defers to it.
 	deferred := outerLoop(ctx) != nil && !p.RetryNested
+	lim := p.Limiter
+	if lim != nil && slotHeld(ctx, lim) {
+		lim = nil // the attempt this call runs in holds a slot of it already
+	}
 	var callCtx context.Context = ctx
+	var marked *atomic.Bool
 	if !deferred {
 		mark := &loopMark{Context: ctx, budget: p.Budget}
-		defer mark.done.Store(true)
-		callCtx = mark
+		marked, callCtx = &mark.done, mark
+	}
+	if lim != nil {
+		callCtx, marked = markSlots(callCtx, lim, marked)
+	}
+	if marked != nil {
+		defer marked.Store(true)
 	}
 	callCtx, cancelCall := context.WithCancel(callCtx)
 	defer cancelCall()
@@ -156,15 +167,22 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 	var hedge, retryWait timer
 	defer hedge.stop()
 	defer retryWait.stop()
-	// The Breaker and the Throttle see the first attempt, each retry and
-	// each hedge before it starts; a hedge they refuse is not started, and
-	// never takes a half-open breaker's probe.
+	// The Breaker, the Limiter and the Throttle see the first attempt,
+	// each retry and each hedge before it starts; a hedge they refuse is
+	// not started, and never takes a half-open breaker's probe. Each
+	// attempt in flight holds a slot of the Limiter; the first attempt and
+	// a retry may wait for one, a hedge does not.
 	var g guard.Call
-	guarded := p.Throttle != nil || p.Breaker != nil
+	guarded := p.Throttle != nil || p.Breaker != nil || lim != nil
 	if guarded {
 		g.Start(p.Throttle, p.Breaker)
+		g.Limit(lim)
 		defer g.End()
-		if r := g.Admit(1); r != guard.NotRefused {
+		if r := g.AdmitContext(callCtx, 1); r != guard.NotRefused {
+			if ctx.Err() != nil {
+				t.stop = StopContextDone
+				return v, ctxStop(ctx, nil, 0)
+			}
 			t.stop = refusalStop(r)
 			return v, &StopError{Stop: t.stop}
 		}
@@ -282,7 +300,11 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 			w := retryWait.d
 			retryWait.stop()
 			if guarded {
-				if ref := g.Admit(r.started + 1); ref != guard.NotRefused {
+				if ref := g.AdmitContext(callCtx, r.started+1); ref != guard.NotRefused {
+					if ctx.Err() != nil {
+						t.stop = StopContextDone
+						return v, ctxStop(ctx, kept.err, t.n)
+					}
 					t.stop = refusalStop(ref) // the kept value was released before the wait
 					return v, &StopError{Stop: t.stop, Attempts: t.n, Err: kept.err}
 				}

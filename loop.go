@@ -15,6 +15,7 @@ import (
 //	defer done()
 //	var c guard.Call
 //	c.Start(p.Throttle, p.Breaker)
+//	c.Limit(p.Limiter)
 //	defer c.Abandon()
 //	pr := retry.Progress{Deadline: p.Deadline(p.Now()), Guard: &c}
 //	var last error
@@ -59,14 +60,16 @@ func (p Policy) WithDeadline(parent context.Context, d time.Time) (context.Conte
 }
 
 // Admit asks pr.Guard whether the next attempt, pr.Attempts+1, may be
-// sent, as Do asks before each attempt: StopNone, or StopBreakerOpen or
-// StopThrottled with the error Do would return (matching ErrBreakerOpen
-// or ErrThrottled, and last, the latest attempt's error, if any). A nil
-// pr.Guard admits everything. When it admits a first attempt
-// (pr.Attempts 0), it tells p's Budget that it goes (Budget.Started), as
-// Do does; Next tells it of the retries. A loop nested in another that
-// shares its Budget should leave Budget out of the inner Policy, or the
-// first attempt counts twice.
+// sent, as Do asks before each attempt: StopNone, or StopBreakerOpen,
+// StopThrottled or StopLimited with the error Do would return (matching
+// ErrBreakerOpen, ErrThrottled or ErrLimited, and last, the latest
+// attempt's error, if any). A nil pr.Guard admits everything. It does not
+// wait in a Limiter's queue, having no ctx: a loop that would, as Do
+// does, asks pr.Guard.AdmitContext and maps a refusal the same way. When
+// it admits a first attempt (pr.Attempts 0), it tells p's Budget that it
+// goes (Budget.Started), as Do does; Next tells it of the retries. A loop
+// nested in another that shares its Budget should leave Budget out of the
+// inner Policy, or the first attempt counts twice.
 func (p Policy) Admit(pr *Progress, last error) Verdict {
 	if pr.Guard != nil {
 		if r := pr.Guard.Admit(pr.Attempts + 1); r != guard.NotRefused {
@@ -99,9 +102,9 @@ func (p Policy) Succeeded(ctx context.Context, pr *Progress) {
 // op: a Do, a retryhttp.Transport or a retrygrpc call inside the loop
 // makes one attempt and leaves retrying to it (unless its Policy sets
 // RetryNested), and does not consult again the Budget, Breaker and
-// Throttle it shares with p. Call done when the loop ends: a ctx kept
+// Throttle it shares with p, nor take a second slot of its Limiter. Call done when the loop ends: a ctx kept
 // after that carries a dead mark, and a Do on it retries as usual.
 func (p Policy) Own(ctx context.Context) (opCtx context.Context, done func()) {
-	m := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
-	return m, func() { m.done.Store(true) }
+	opCtx, marked := markLoop(ctx, &p)
+	return opCtx, func() { marked.Store(true) }
 }

@@ -60,3 +60,67 @@ func outerLoop(ctx context.Context) *loopMark {
 	}
 	return m
 }
+
+// A slot of a guard.Limiter is for one attempt to its downstream: a loop
+// inside that attempt (a Do in op, a Transport below) that shares the
+// Limiter must not take a second one, which would count the attempt twice
+// and, with a limit of one, wait for itself. So a loop whose attempts hold
+// slots marks op's ctx with its Limiter, whatever its MaxAttempts and
+// whether or not it is nested, and a loop inside that finds its own
+// Limiter so marked leaves it to the outer one, even with RetryNested. The
+// mark is a ctx of its own, over the loopMark if there is one, so that a
+// loop without a Limiter allocates no more for it.
+
+// heldKey is the ctx key under which a loop whose attempt holds a slot of
+// l answers.
+type heldKey struct{ l *guard.Limiter }
+
+// slotMark is op's ctx for a loop whose attempts hold slots of limiter.
+type slotMark struct {
+	context.Context
+	limiter *guard.Limiter
+	done    *atomic.Bool // set when the loop returns: its loopMark's, or own
+	own     atomic.Bool
+}
+
+// markLoop returns ctx marked as the ctx of a loop of p's, with the flag
+// that ends the mark: a loopMark, and over it a slotMark when p has a
+// Limiter, the two in one allocation.
+func markLoop(ctx context.Context, p *Policy) (context.Context, *atomic.Bool) {
+	if p.Limiter == nil {
+		m := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+		return m, &m.done
+	}
+	both := new(struct {
+		loop loopMark
+		slot slotMark
+	})
+	m, s := &both.loop, &both.slot
+	m.Context, m.budget, m.breaker, m.throttle = ctx, p.Budget, p.Breaker, p.Throttle
+	s.Context, s.limiter, s.done = m, p.Limiter, &m.done
+	return s, &m.done
+}
+
+// markSlots returns parent marked as the ctx of a loop whose attempts hold
+// slots of l, and the flag that ends the mark: done, the loopMark's, if
+// not nil.
+func markSlots(parent context.Context, l *guard.Limiter, done *atomic.Bool) (context.Context, *atomic.Bool) {
+	m := &slotMark{Context: parent, limiter: l, done: done}
+	if done == nil {
+		m.done = &m.own
+	}
+	return m, m.done
+}
+
+func (m *slotMark) Value(key any) any {
+	if key == (heldKey{m.limiter}) && !m.done.Load() {
+		return m
+	}
+	return m.Context.Value(key)
+}
+
+// slotHeld reports whether a live loop outside, whose op ctx is ctx, holds
+// a slot of l for the attempt that this call runs in.
+func slotHeld(ctx context.Context, l *guard.Limiter) bool {
+	return ctx.Value(heldKey{l}) != nil
+}

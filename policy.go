@@ -33,7 +33,7 @@ const MinUnboundedWait = time.Millisecond
 // The zero Policy is ready to use: at most 4 attempts, a backoff that starts
 // at 200ms and doubles up to 5s, [FullJitter], the [DefaultClassifier], no
 // time limit but the ctx's, no per-attempt timeout, no budget, no throttle,
-// no breaker, and the real clock. Each zero field means its default; a zero never means "retry
+// no breaker, no limiter, and the real clock. Each zero field means its default; a zero never means "retry
 // forever" or "retry without waiting".
 //
 // A Policy is a plain value: copy it and share it between goroutines freely.
@@ -109,6 +109,12 @@ type Policy struct {
 	// Breaker, if set, fails calls fast while the service behind it is
 	// down [none]. See guard.Breaker.
 	Breaker *guard.Breaker
+
+	// Limiter, if set, bounds the attempts in flight to the service
+	// behind it, across every Do that shares it: each attempt holds a slot
+	// while it runs, not while Do waits between attempts, and one that
+	// gets none in time is not sent [none]. See guard.Limiter.
+	Limiter *guard.Limiter
 
 	// RetryNested lets this Policy retry even when Do runs inside the op of
 	// another Do [false: a nested Do makes one attempt and leaves retrying to

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormguard/retry/guard"
@@ -17,7 +18,8 @@ import (
 // rather than after sleeping); a refusal by the Budget
 // ([ErrBudgetExhausted]); a refusal by the Throttle ([ErrThrottled]) or
 // the Breaker ([ErrBreakerOpen]), before any attempt, the first included,
-// that they would not let through; or ctx ending, which is seen at once, even
+// that they would not let through; a refusal by the Limiter
+// ([ErrLimited]), when no slot came free for an attempt in time; or ctx ending, which is seen at once, even
 // mid-wait, and after which op is never called again (the error then matches
 // ctx.Err() and context.Cause). Each of these errors is a [*StopError] and
 // also matches the last attempt's error with errors.Is; all but ctx's
@@ -137,15 +139,22 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 
 	maxAttempts, budget, deferred := p.maxAttempts(), p.Budget, false
 	opCtx := ctx
+	var marked *atomic.Bool // the mark on opCtx, dead once the loop returns
 	if outer := outerLoop(ctx); outer != nil && !p.RetryNested {
 		deferred, maxAttempts = true, 1
 		if outer.budget == budget {
 			budget = nil // the outer loop counts this attempt: once is enough
 		}
 	} else if maxAttempts != 1 {
-		mark := &loopMark{Context: ctx, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
-		defer mark.done.Store(true)
-		opCtx = mark
+		opCtx, marked = markLoop(ctx, p)
+	}
+	if p.Limiter != nil && marked == nil { // its attempts hold slots: a loop inside must see it
+		opCtx, marked = markSlots(opCtx, p.Limiter, nil)
+	}
+	if marked != nil {
+		// One defer for either mark: a fourth would keep the compiler from
+		// open-coding them (at most 15 returns × defers).
+		defer marked.Store(true)
 	}
 
 	// began is when the current attempt started, or zero when it is not
@@ -174,7 +183,12 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	var wait time.Duration
 	for n := 1; ; n++ {
 		if g != nil {
-			if r := g.Admit(n); r != guard.NotRefused {
+			// A full Limiter queues the attempt, while op's ctx lives.
+			if r := g.AdmitContext(opCtx, n); r != guard.NotRefused {
+				if ctx.Err() != nil { // it ended while the attempt waited for a slot
+					t.stop, err = StopContextDone, ctxStop(ctx, err, n-1)
+					break
+				}
 				stop := refusalStop(r)
 				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
 				break

@@ -1,6 +1,9 @@
 package guard
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Outcome is how an attempt, or a call, went for a Breaker and a Throttle.
 type Outcome int8
@@ -48,11 +51,14 @@ const (
 	// no longer closed at its first attempt; nothing was counted, and the
 	// call must begin again with [Call.Start], under a deferred End.
 	RefusedRestart
+	// RefusedByLimiter: the Limiter had no slot free, and none came in its
+	// queue in time (or Admit, which does not queue, found none).
+	RefusedByLimiter
 )
 
 // Call is what one logical call, its attempts and retries, holds of its
-// Throttle and Breaker: the breaker's ticket, and when the throttle
-// counted the latest attempt. Its zero value guards nothing; begin it with
+// Throttle, Breaker and Limiter: the breaker's ticket, when the throttle
+// counted the latest attempt, and the limiter's slot. Its zero value guards nothing; begin it with
 // [Call.Start]. A Call is used by one goroutine, and must not be copied
 // once begun.
 //
@@ -60,9 +66,10 @@ const (
 //
 //	var c guard.Call
 //	c.Start(th, br)
-//	defer c.Abandon() // a panic counts as nothing, and gives back a probe
+//	c.Limit(lim)      // if any: each attempt holds a slot until it is told of
+//	defer c.Abandon() // a panic counts as nothing, and gives back a probe and a slot
 //	for n := 1; ; n++ {
-//		if r := c.Admit(n); r != guard.NotRefused {
+//		if r := c.AdmitContext(ctx, n); r != guard.NotRefused {
 //			break // not sent: stop, or wait and ask again
 //		}
 //		err := send()
@@ -89,6 +96,10 @@ type Call struct {
 	restart  bool    // Admit refused a probe for want of mayProbe
 	at       int64   // when the throttle counted the latest attempt, coarse.Nanos
 	epoch    int64   // of at in the throttle's window
+
+	lim   *limiterState
+	slots int32     // of lim, held by attempts not yet told of (a Hedge's copies: several)
+	since time.Time // when the first of them was taken, for an adaptive limit's latency
 }
 
 // Start begins a call through th and br, either or both nil. The call may
@@ -127,12 +138,34 @@ func (c *Call) init(th *Throttle, br *Breaker) {
 	}
 }
 
+// Limit makes each attempt that c admits hold a slot of l, from Admit
+// until Succeeded or Attempted tells c how it went (End or Abandon give
+// back any still held); a nil l limits nothing. Call it after Start or
+// StartFast, which forget any Limiter.
+func (c *Call) Limit(l *Limiter) {
+	c.lim = nil
+	if l != nil {
+		c.lim = l.state()
+	}
+}
+
 // Admit reports whether attempt n (1 for the first) may be sent, or why
 // not. The breaker goes first: an open one refuses without the throttle
 // counting a request. Only a first attempt may take a half-open probe;
-// a retry or a hedge goes only while the breaker is closed. An admitted
-// attempt must be followed by Succeeded or Attempted.
-func (c *Call) Admit(n int) Refusal {
+// a retry or a hedge goes only while the breaker is closed. Then the
+// Limiter, if any, gives the attempt a slot if one is free now (Admit
+// never waits: see AdmitContext), and the throttle goes last, so that it
+// counts only attempts that are sent. An admitted attempt must be
+// followed by Succeeded or Attempted.
+func (c *Call) Admit(n int) Refusal { return c.admit(context.Background(), false, n) }
+
+// AdmitContext is Admit, but an attempt that finds the Limiter full waits
+// in its queue for a slot, at most its QueueTimeout, and is refused with
+// RefusedByLimiter if none comes or ctx ends first.
+func (c *Call) AdmitContext(ctx context.Context, n int) Refusal { return c.admit(ctx, true, n) }
+
+// admit is Admit, waiting for a slot with ctx if wait.
+func (c *Call) admit(ctx context.Context, wait bool, n int) Refusal {
 	if c.br != nil {
 		if n == 1 {
 			// A closed breaker admits with one load, here: admit is for
@@ -150,6 +183,9 @@ func (c *Call) Admit(n int) Refusal {
 			return RefusedByBreaker
 		}
 	}
+	if c.lim != nil && !c.take(ctx, wait) {
+		return RefusedByLimiter
+	}
 	if th := c.th; th != nil {
 		// Throttle.nowNs and the first test of allowSlow, by hand: their
 		// fast paths inline here, which saves an allowed attempt three
@@ -161,10 +197,37 @@ func (c *Call) Admit(n int) Refusal {
 		}
 		c.epoch = th.w.epochNs(c.at, th.bucketWidth())
 		if th.zeroIn.Load() != c.epoch+1 && !th.allowSlow(c.at, c.epoch) {
+			if c.lim != nil {
+				c.give(OutcomeNone) // not sent: the slot says nothing of the load
+			}
 			return RefusedByThrottle
 		}
 	}
 	return NotRefused
+}
+
+// take takes a slot of c's Limiter for an attempt, waiting with ctx if
+// wait.
+func (c *Call) take(ctx context.Context, wait bool) bool {
+	at, ok := c.lim.take(ctx, wait)
+	if ok {
+		if c.slots == 0 {
+			c.since = at
+		}
+		c.slots++
+	}
+	return ok
+}
+
+// give gives back a slot of c's Limiter, if an attempt holds one, with the
+// attempt's outcome. With several (a Hedge's copies), the latency is the
+// first one's: the call's, as its caller saw it.
+func (c *Call) give(o Outcome) {
+	if c.slots == 0 {
+		return
+	}
+	c.slots--
+	c.lim.give(c.since, o)
 }
 
 // Restarting reports whether Admit refused with RefusedRestart: begin the
@@ -177,6 +240,9 @@ func (c *Call) Restarting() bool { return c.restart }
 // accept Throttle.answered's: a load and an atomic add each, no call.
 func (c *Call) Succeeded() {
 	c.outcome = OutcomeSuccess
+	if c.slots != 0 {
+		c.give(OutcomeSuccess)
+	}
 	if th := c.th; th != nil && !th.w.addCur(c.epoch, 1<<32|1) {
 		th.w.addNew(c.epoch, 1<<32|1)
 	}
@@ -213,6 +279,7 @@ func (c *Call) Succeeded() {
 // held back and never sent) counts as nothing for either.
 func (c *Call) Attempted(o Outcome) {
 	c.outcome = o
+	c.give(o)
 	if c.th != nil && o != OutcomeNone { // a cancel, or an attempt never sent: no evidence either way
 		c.th.answered(c.epoch, o != OutcomeFailure)
 	}
@@ -223,9 +290,13 @@ func (c *Call) Attempted(o Outcome) {
 }
 
 // End tells the breaker how the call went, the latest attempt's outcome,
-// unless it was told already. Deferred, it reports a call that panicked
+// unless it was told already, and gives back any slot of the Limiter still
+// held, as saying nothing of the load. Deferred, it reports a call that panicked
 // as its latest attempt went, as Hedge does.
 func (c *Call) End() {
+	for c.slots != 0 { // a Hedge's copies that lost the race, canceled
+		c.give(OutcomeNone)
+	}
 	if c.pending {
 		c.report()
 	}
@@ -233,9 +304,12 @@ func (c *Call) End() {
 
 // Abandon ends a call that did not finish, a panic or a runtime.Goexit:
 // unless End or Succeeded told the breaker already, the call counts as
-// nothing and gives back its probe. Defer it, and call End when the call
+// nothing and gives back its probe, and any slot of the Limiter it holds. Defer it, and call End when the call
 // returns.
 func (c *Call) Abandon() {
+	for c.slots != 0 {
+		c.give(OutcomeNone)
+	}
 	if c.pending {
 		c.outcome = OutcomeNone
 		c.report()

@@ -5,9 +5,10 @@
 // the service rejects many (the client-side throttling of Google's SRE
 // book), a [Breaker] that fails calls fast while it is down, and [Holds]
 // that keep every attempt to a target back while it asked for a pause (a
-// Retry-After, a gRPC pushback). [Budgets], [Breakers] and [Throttles]
-// keep one of each per key (an origin, a target, a kind of op), bounded in
-// keys, and [Keyed] is how every integration takes them.
+// Retry-After, a gRPC pushback), and a [Limiter], a bulkhead that bounds
+// the attempts in flight to a service. [Budgets], [Breakers], [Throttles]
+// and [Limiters] keep one of each per key (an origin, a target, a kind of
+// op), bounded in keys, and [Keyed] is how every integration takes them.
 //
 // A guard decides and counts; it never sleeps and never sends. A retry
 // loop asks it through a [Call], one per logical call: [Call.Admit] before

@@ -204,6 +204,53 @@ func (ts *Throttles) make(key string) *Throttle {
 // Throttles: for metrics and debug pages.
 func (ts *Throttles) All() iter.Seq2[string, *Throttle] { return ts.k.all() }
 
+// Limiters keeps one [Limiter] per key, a downstream host or target, so
+// that a slow host fills only its own slots and the calls to the others
+// go on.
+//
+// It holds at most maxKeys Limiters, as [Budgets] holds Budgets. When a
+// new key comes and it is full, it forgets one of the others, one with no
+// attempt in flight or queued if one of the few it looks at has none; a
+// key that comes back then starts with all its slots free.
+//
+// The zero Limiters is ready to use, with the defaults of a zero
+// [LimiterOptions] and 1024 keys. A Limiters is safe for concurrent use.
+type Limiters struct {
+	o       LimiterOptions
+	maxKeys int
+	k       keyed[Limiter]
+}
+
+// NewLimiters returns a Limiters whose Limiters have the options o, as
+// NewLimiter's do, for at most maxKeys keys; or an error matching
+// [ErrInvalidOptions].
+func NewLimiters(o LimiterOptions, maxKeys int) (*Limiters, error) {
+	if _, err := o.state(); err != nil {
+		return nil, err
+	}
+	if maxKeys <= 0 {
+		return nil, invalid("NewLimiters: maxKeys %d is not positive", maxKeys)
+	}
+	return &Limiters{o: o, maxKeys: maxKeys}, nil
+}
+
+// Get returns the Limiter of key, made on first use.
+func (ls *Limiters) Get(key string) *Limiter {
+	return ls.k.get(key, cmp.Or(ls.maxKeys, defaultGuardKeys), ls.make, (*Limiter).idle)
+}
+
+func (ls *Limiters) make(string) *Limiter {
+	l, err := NewLimiter(ls.o)
+	if err != nil { // the zero Limiters, or options NewLimiters checked
+		l = new(Limiter)
+	}
+	return l
+}
+
+// All yields the keys held when it is ranged over, in order, with their
+// Limiters: for metrics and debug pages.
+func (ls *Limiters) All() iter.Seq2[string, *Limiter] { return ls.k.all() }
+
 // Keyed is how every integration takes guards per key (retry.Policy's
 // WithGuards fills a Policy from it): retryhttp per
 // origin, retrygrpc per target, the outbox per kind of op. Each set, when
@@ -212,10 +259,12 @@ func (ts *Throttles) All() iter.Seq2[string, *Throttle] { return ts.k.all() }
 // their breaker or shed their attempts. Holds, when set, keeps the holds
 // by the same keys, so that the Transports (or interceptors, or outboxes)
 // given one Keyed hold one another's targets back; when nil, each keeps
-// holds of its own (the outbox, none). The zero Keyed adds nothing.
+// holds of its own (the outbox, none). Limiters, when set, gives each key
+// a bulkhead of its own. The zero Keyed adds nothing.
 type Keyed struct {
 	Budgets   *Budgets
 	Breakers  *Breakers
 	Throttles *Throttles
 	Holds     *Holds
+	Limiters  *Limiters
 }

@@ -15,7 +15,7 @@ type Options struct {
 	// count limit), its backoff and Jitter for the time of the next
 	// attempt (a Retry-After comes on top, and does not feed the Jitter),
 	// its Classifier, and its AttemptTimeout for each handler call. Its
-	// Budget, Breaker and Throttle are asked before each attempt; a
+	// Budget, Breaker, Throttle and Limiter are asked before each attempt; a
 	// refusal is a wait, never an attempt (see Guards). MaxElapsed, OnRetry
 	// and OnDone are not used: an op's NotAfter bounds it.
 	Policy retry.Policy
@@ -28,14 +28,15 @@ type Options struct {
 	// budgets apply as the Policy's own do.
 	Policies *retryconfig.Live
 
-	// Guards gives each kind of op (Op.Kind) a Budget, a Breaker and a
-	// Throttle of its own from its sets, for a Policy without one, and
+	// Guards gives each kind of op (Op.Kind) a Budget, a Breaker, a
+	// Throttle and a Limiter of its own from its sets, for a Policy
+	// without one, and
 	// Guards.Holds, if set, holds a kind back after an answer that asked
 	// for a wait (a Retry-After, a retry.RetryAfter error), at most a
 	// minute, until the next answer of that kind that is not a failure
 	// [none]. A
 	// refusal by any guard (the Policy's, these, or one below the handler:
-	// a retryhttp.Transport's breaker, throttle or hold) reschedules the op
+	// a retryhttp.Transport's breaker, throttle, limiter or hold) reschedules the op
 	// for when the guard may admit it, after a jittered backoff (a breaker
 	// until it half-opens, a hold until it ends), counts no attempt, and
 	// never dead-letters it; NotAfter still ends it.

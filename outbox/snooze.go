@@ -12,6 +12,9 @@ import (
 // ErrSnoozed is matched by the error of [Snooze].
 var ErrSnoozed = errors.New("outbox: snoozed")
 
+// whyLimited is the Reason of an op whose attempt a Limiter refused.
+const whyLimited = "limited (too many in flight); not sent"
+
 // Snooze returns the error a Handler returns for "not now, and not an
 // attempt: come back after d", as River's JobSnooze: the op is run again
 // after d (a d that is not positive stands for the op's next jittered
@@ -34,8 +37,8 @@ func (e *snoozeError) Is(target error) bool { return target == ErrSnoozed }
 // uncounted reports whether err says that the attempt did not happen or
 // did nothing, and how long to wait before the next one, with why: a
 // Snooze, a 409 of an earlier attempt still running, or a refusal by a
-// guard below (a retry.Do's or a retryhttp.Transport's Breaker, Throttle
-// or hold) before anything was sent.
+// guard below (a retry.Do's or a retryhttp.Transport's Breaker, Throttle,
+// Limiter or hold) before anything was sent.
 func uncounted(p *retry.Policy, err error, e Entry) (time.Duration, string, bool) {
 	var sz *snoozeError
 	if errors.As(err, &sz) {
@@ -60,6 +63,8 @@ func uncounted(p *retry.Policy, err error, e Entry) (time.Duration, string, bool
 			return backoff(p, e), "circuit breaker open; not sent", true
 		case retry.StopThrottled:
 			return backoff(p, e), "throttled; not sent", true
+		case retry.StopLimited:
+			return backoff(p, e), whyLimited, true
 		}
 	}
 	return 0, "", false
@@ -73,9 +78,10 @@ func backoff(p *retry.Policy, e Entry) time.Duration {
 }
 
 // admit asks the guards of p, the Policy of e's kind, whether e's next
-// attempt may go: the kind's hold, the Breaker and the Throttle (through
-// c, begun here), and the Budget for a retry. A refusal says how long to
-// wait, and why; nothing is counted for it.
+// attempt may go: the kind's hold, the Breaker, the Limiter and the
+// Throttle (through c, begun here), and the Budget for a retry. A refusal
+// says how long to wait, and why; nothing is counted for it. The Limiter's
+// slot, if any, is held until c hears how the attempt went.
 func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (time.Duration, string, bool) {
 	if h := o.guards.Holds; h != nil {
 		if until := h.Until(e.Op.Kind); now.Before(until) {
@@ -85,13 +91,19 @@ func (o *Outbox) admit(c *guard.Call, p *retry.Policy, e Entry, now time.Time) (
 	if p.Budget != nil && e.Attempts > 0 && !p.Budget.AllowRetry() {
 		return backoff(p, e), "retry budget exhausted; not sent", false
 	}
-	if p.Breaker == nil && p.Throttle == nil {
+	if p.Breaker == nil && p.Throttle == nil && p.Limiter == nil {
 		return 0, "", true
 	}
 	c.Start(p.Throttle, p.Breaker)
-	switch c.Admit(1) { // each attempt of a durable op is a call of its own: it may probe
+	c.Limit(p.Limiter)
+	// Each attempt of a durable op is a call of its own: it may probe. It
+	// does not wait for a slot: a full Limiter is a wait like any other
+	// refusal, and the worker is free meanwhile.
+	switch c.Admit(1) {
 	case guard.RefusedByThrottle:
 		return backoff(p, e), "throttled; not sent", false
+	case guard.RefusedByLimiter:
+		return backoff(p, e), whyLimited, false
 	case guard.RefusedByBreaker: // Start, not StartFast: never RefusedRestart
 		w := backoff(p, e)
 		if at := p.Breaker.HalfOpensAt(); !at.IsZero() {

@@ -51,7 +51,7 @@ func (c *call) result(tr retry.Trace, err error) error {
 		if cerr := c.ctx.Err(); cerr != nil {
 			return &callError{st: status.FromContextError(cerr), err: err}
 		}
-	case retry.StopThrottled, retry.StopBreakerOpen:
+	case retry.StopThrottled, retry.StopBreakerOpen, retry.StopLimited:
 		// Refused on the client: the last attempt, if any, says what the
 		// server answered; with none, UNAVAILABLE says what grpc says of a
 		// server it cannot reach.

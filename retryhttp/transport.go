@@ -48,10 +48,11 @@ type Transport struct {
 	Policies *retryconfig.Live
 
 	// Guards gives each origin (scheme, host and port) a Budget, a
-	// Breaker and a Throttle of its own from its sets, for a Policy
-	// without one, so that a failing host cannot use up the retries of the
-	// others, open their breaker or shed their requests [none: only the
-	// Policy's own, shared by every origin]. Guards.Holds, if set, keeps
+	// Breaker, a Throttle and a Limiter of its own from its sets, for a
+	// Policy without one, so that a failing or slow host cannot use up the
+	// retries of the others, open their breaker, shed their requests or
+	// take their slots [none: only the Policy's own, shared by every
+	// origin]. Guards.Holds, if set, keeps
 	// the holds (see Hold), so that other integrations can share them;
 	// else the Transport keeps its own.
 	Guards guard.Keyed
@@ -302,7 +303,7 @@ func (c *call) policy(hedged bool) retry.Policy {
 	if p.Classifier == nil {
 		p.Classifier = DefaultClassifier
 	}
-	if g := &t.Guards; g.Budgets != nil || g.Breakers != nil || g.Throttles != nil {
+	if g := &t.Guards; g.Budgets != nil || g.Breakers != nil || g.Throttles != nil || g.Limiters != nil {
 		// The origin is worked out only for the sets that need it: a
 		// string per request otherwise.
 		p = p.WithGuards(g, c.origin())

@@ -39,6 +39,7 @@ var outcomes = [...]string{
 	retry.StopThrottled:    "throttled",
 	retry.StopBreakerOpen:  "breaker_open",
 	retry.StopStale:        "stale",
+	retry.StopLimited:      "limited",
 }
 
 // outcomeOf returns the index in outcomes of s; a reason this package does
