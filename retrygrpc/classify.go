@@ -92,7 +92,9 @@ func (c *call) gate(d retry.Decision, err error) retry.Decision {
 		return refuse(d, "server pushback says stop")
 	}
 	asked := max(after, retryInfoDelay(err))
-	c.hold(asked) // every new attempt to the target waits too
+	if len(c.trailer.Get(loadShedKey)) == 0 {
+		c.hold(asked) // every new attempt to the target waits too
+	} // a shed's pushback is this call's wait: the server refused only its excess
 	d.RetryAfter = max(d.RetryAfter, asked)
 	if d.RetryAfter >= c.cfg.maxRetryAfter {
 		return refuse(d, "server delay reaches the maximum")

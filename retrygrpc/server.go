@@ -102,6 +102,10 @@ func incomingPriority(ctx context.Context) shed.Priority {
 	return p
 }
 
+// loadShedKey is shed.LoadShedHeader as a trailer key: the pushback of a
+// shed call is that call's wait, not a hold of the whole target.
+var loadShedKey = strings.ToLower(shed.LoadShedHeader)
+
 // refusal is the status of a call that Acquire did not admit: UNAVAILABLE
 // with the pushback for a shed one, its ctx's status for one whose client
 // gave up.
@@ -110,7 +114,7 @@ func refusal(err error, setTrailer func(metadata.MD)) error {
 		return status.FromContextError(err).Err()
 	}
 	ms := min(shed.RetryAfterOf(err).Milliseconds(), math.MaxInt32) // A6: a signed 32-bit integer
-	setTrailer(metadata.MD{pushbackKey: []string{strconv.FormatInt(ms, 10)}})
+	setTrailer(metadata.MD{pushbackKey: []string{strconv.FormatInt(ms, 10)}, loadShedKey: []string{"request"}})
 	return status.Error(codes.Unavailable, err.Error())
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/stormguard/retry/guard"
+	"github.com/stormguard/retry/shed"
 )
 
 // HoldMode says what a [Transport] does with new attempts to a host that
@@ -60,6 +61,12 @@ var ErrHostHeld = guard.ErrHeld
 // an answer to an older request says nothing of the server since.
 func (c *call) noteHold(resp *http.Response, sent guard.HoldEpoch) {
 	if c.t.Hold == HoldOff {
+		return
+	}
+	if resp.Header.Get(shed.LoadShedHeader) != "" {
+		// A load shedder refused this request, its excess: the
+		// Retry-After is this request's wait (the retry waits it), and a
+		// hold of the whole origin would stop the traffic it still serves.
 		return
 	}
 	if d, now, ok := c.holdAsked(resp); ok {

@@ -9,8 +9,8 @@ import (
 // Handler returns a handler that admits each request through l before
 // next serves it. A shed request never reaches next: it gets 503 Service
 // Unavailable, a Retry-After in whole seconds (at least 1, at most
-// MaxRetryAfter, jittered per response; see [RetryAfterOf]) and an RFC
-// 9457 problem+json body. A request whose client went away while it
+// MaxRetryAfter, jittered per response; see [RetryAfterOf]), the
+// [LoadShedHeader] and an RFC 9457 problem+json body. A request whose client went away while it
 // waited gets no answer.
 //
 // The work's Outcome is read from its response: 429, 503 and 504 are
@@ -41,6 +41,7 @@ func writeShed(w http.ResponseWriter, ra time.Duration) {
 	h["Retry-After"] = []string{secs}
 	h["Content-Type"] = []string{"application/problem+json"}
 	h["Cache-Control"] = []string{"no-store"}
+	h[LoadShedHeader] = []string{"request"}
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write([]byte(`{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The server is overloaded; retry after ` + secs + ` seconds."}`))
 }

@@ -202,3 +202,54 @@ func TestRetryhttpClientHonoursTheShed(t *testing.T) {
 	assert.Equal(t, []string{"", "sheddable_plus"}, b.seen, "the client's priority reached the server")
 	b.mu.Unlock()
 }
+
+// A shed's Retry-After is that request's wait, not a pause of the whole
+// client: a shared retryhttp.Transport whose request was shed sends its
+// other requests to that origin at once (a hold of the origin, as for a
+// 429, would stop all its traffic to a server that refused only its
+// excess). The shed answer says so with the Load-Shed header.
+func TestSharedTransportIsNotHeldByAShed(t *testing.T) {
+	t.Parallel()
+	l := newLimiter(t, shed.Options{Algorithm: shed.Fixed, InitialLimit: 1, MaxQueue: -1, MaxRetryAfter: 4 * time.Second})
+	b := newBlocking()
+	h := l.Handler(b)
+	go serve(h) // takes the only slot
+	require.Eventually(t, func() bool { return b.served.Load() == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, "request", serve(h).Header().Get(shed.LoadShedHeader))
+
+	clk := retrytest.NewClock()
+	client := &http.Client{Transport: &retryhttp.Transport{
+		Base:   retrytest.HandlerTransport(h),
+		Policy: retry.Policy{MaxAttempts: 3, Clock: clk},
+	}}
+	get := func() chan int {
+		got := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example/orders", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				got <- 0
+				return
+			}
+			_ = resp.Body.Close()
+			got <- resp.StatusCode
+		}()
+		return got
+	}
+	first := get()
+	wait := <-clk.Waits() // shed: waiting its Retry-After
+	close(b.release)
+	require.Eventually(t, func() bool { return l.Stats().InFlight == 0 }, 5*time.Second, time.Millisecond)
+	second := get()
+	select {
+	case code := <-second:
+		assert.Equal(t, http.StatusOK, code, "sent at once, with no wait on the clock")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second request was held back by the first one's shed")
+	}
+	// The handler returns, and gives its slot back, just after its
+	// answer's headers reach the client.
+	require.Eventually(t, func() bool { return l.Stats().InFlight == 0 }, 5*time.Second, time.Millisecond)
+	clk.Add(wait)
+	assert.Equal(t, http.StatusOK, <-first)
+}

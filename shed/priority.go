@@ -29,6 +29,15 @@ const (
 // it as the metadata key "criticality".
 const PriorityHeader = "Criticality"
 
+// LoadShedHeader is set, to "request", on every answer to a shed request
+// (gRPC: the trailer "load-shed"): its Retry-After, or pushback, is the
+// wait of that request, not a pause of the whole client. A client that
+// holds every request to an origin for a Retry-After (as a 429 asks, or a
+// 503 for maintenance) would, for a shed, stop all its traffic to a
+// server that refused only its excess, and goodput would collapse:
+// retryhttp and retrygrpc wait that request only when it is set.
+const LoadShedHeader = "Load-Shed"
+
 var priorityNames = [...]string{"sheddable", "sheddable_plus", "critical", "critical_plus"}
 
 // String returns the name PriorityHeader carries.
