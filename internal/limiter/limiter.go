@@ -148,6 +148,16 @@ func (l *Limiter) Enqueue(w *Waiter, level int, now time.Time) (Admission, time.
 	return Queued, l.timeout(now)
 }
 
+// Refuse counts a refusal of a Limiter with no queue, unless a slot came
+// free since TryAcquire failed, which it then takes (and reports false).
+func (l *Limiter) Refuse() bool {
+	if l.take() {
+		return false
+	}
+	l.shed.Add(1)
+	return true
+}
+
 // timeout is how long a request queued now may wait.
 func (l *Limiter) timeout(now time.Time) time.Duration {
 	if l.overloaded(now) {

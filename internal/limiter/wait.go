@@ -37,6 +37,12 @@ func (l *Limiter) Acquire(ctx context.Context, level int, clk Clock) Result {
 	if ctx.Err() != nil {
 		return Canceled
 	}
+	if l.cfg.MaxQueue <= 0 { // no queue: refused without making a waiter
+		if l.Refuse() {
+			return QueueFull
+		}
+		return Admitted
+	}
 	ready := make(chan bool, 1)
 	w := &Waiter{Notify: func(granted bool) { ready <- granted }}
 	adm, timeout := l.Enqueue(w, level, clk.Now())
