@@ -15,10 +15,6 @@ const (
 	// (maxConcurrentCalls).
 	defaultLimiterMax          = 25
 	defaultLimiterQueueTimeout = 100 * time.Millisecond
-	// The Gradient algorithm's constants, shed's defaults: Gradient2's
-	// tolerance, and the weight of each new limit.
-	limiterTolerance = 1.5
-	limiterSmoothing = 0.2
 )
 
 // LimiterOptions configures [NewLimiter]. A zero field stands for the
@@ -115,7 +111,7 @@ func (o LimiterOptions) state() (*limiterState, error) {
 	c := limiter.Config{
 		Algorithm: limiter.Fixed, Initial: o.Max, Min: 1, Max: o.Max,
 		MaxQueue: max(o.MaxQueue, 0), QueueTimeout: o.QueueTimeout,
-		Tolerance: limiterTolerance, Smoothing: limiterSmoothing,
+		Tolerance: limiter.DefaultTolerance, Smoothing: limiter.DefaultSmoothing,
 		NoSamples: !o.Adaptive, // a fixed limit keeps no latencies: no lock to release
 	}
 	if o.Adaptive {

@@ -43,8 +43,8 @@ const (
 	DefaultMaxQueue      = 50
 	DefaultQueueTimeout  = 100 * time.Millisecond
 	DefaultMaxRetryAfter = 30 * time.Second
-	DefaultTolerance     = 1.5
-	DefaultSmoothing     = 0.2
+	DefaultTolerance     = limiter.DefaultTolerance
+	DefaultSmoothing     = limiter.DefaultSmoothing
 )
 
 // Options configures [New]. Every zero field stands for the default in

@@ -19,6 +19,13 @@ const (
 	Fixed
 )
 
+// The Gradient algorithm's defaults, Netflix Gradient2's, for the server's
+// Limiter and the client's alike.
+const (
+	DefaultTolerance = 1.5
+	DefaultSmoothing = 0.2
+)
+
 const (
 	// Window is the number of samples averaged into one measurement; the
 	// limit moves once a window. An average, not single samples, because
