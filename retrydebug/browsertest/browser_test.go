@@ -141,14 +141,15 @@ func TestPanelInBrowser(t *testing.T) {
 		eval[[]string](t, ctx, `[...document.querySelectorAll("tr.op td.name")].map(td => td.innerText)`),
 		"requests are named by route, or by method and origin: no path, no id, no query")
 	inv := cells(t, ctx, "inventory.get")
-	require.Len(t, inv, 10)
+	require.Len(t, inv, 11)
 	assert.Equal(t, strconv.Itoa(inventoryCalls), inv[1], "calls")
 	assert.Equal(t, strconv.Itoa(inventoryAttempts), inv[2], "attempts")
 	assert.Equal(t, "1.20", inv[3], "retries per call")
 	assert.Equal(t, strconv.Itoa(inventoryGaveUp), inv[4], "gave up")
-	assert.Equal(t, "ok 8 · attempts exhausted 2", inv[9])
+	assert.Equal(t, "0", inv[5], "served stale")
+	assert.Equal(t, "ok 8 · attempts exhausted 2", inv[10])
 	assert.Equal(t, "2", cells(t, ctx, "payments.charge")[4])
-	assert.Contains(t, cells(t, ctx, "payments.charge")[9], "retry budget exhausted 2")
+	assert.Contains(t, cells(t, ctx, "payments.charge")[10], "retry budget exhausted 2")
 	assert.Equal(t, "0", cells(t, ctx, "GET /users/{id}/orders")[4])
 	assert.True(t, reddish(t, eval[string](t, ctx, `getComputedStyle(`+rowJS("inventory.get")+`.cells[4]).color`)),
 		"a count of calls that gave up is red")
