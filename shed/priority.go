@@ -62,7 +62,13 @@ func ParsePriority(s string) (Priority, bool) {
 // HeaderPriority is the default Options.Priority: the request's
 // PriorityHeader, or Critical.
 func HeaderPriority(r *http.Request) Priority {
-	p, _ := ParsePriority(r.Header.Get(PriorityHeader))
+	// PriorityHeader is canonical: index the map, sparing Header.Get's
+	// canonicalization of the name on every request.
+	vs := r.Header[PriorityHeader]
+	if len(vs) == 0 {
+		return Critical
+	}
+	p, _ := ParsePriority(vs[0])
 	return p
 }
 
