@@ -207,6 +207,11 @@ type timerCtx struct {
 }
 
 func (t *timerCtx) cancel(err error) {
+	// Forgotten first, by every caller: a cancel that finds another under
+	// way returns at once, and must not return while t is still pending
+	// (Do's deferred cancel racing the AfterFunc of an ended parent would
+	// otherwise leave Pending at 1 just after Do returned).
+	t.clock.forget(t)
 	t.mu.Lock()
 	if t.err != nil {
 		t.mu.Unlock()
@@ -217,7 +222,6 @@ func (t *timerCtx) cancel(err error) {
 	stopParent, fs := t.stopParent, t.afterFuncs
 	t.afterFuncs = nil
 	t.mu.Unlock()
-	t.clock.forget(t)
 	if stopParent != nil {
 		stopParent()
 	}
