@@ -354,7 +354,7 @@ func (o *Outbox) finish(ctx context.Context, p *item, e Entry, s State, why stri
 	o.callEnded(p)
 	o.unfinishedDone(p, s)
 	close(p.out.done)
-	o.forgetExpired(o.clock.Now())
+	o.forgetExpired(e.Finished)
 	o.mu.Unlock()
 	return nil
 }

@@ -62,7 +62,7 @@ func (c *call) logRetry(n int, reason string, wait time.Duration) {
 }
 
 func (c *call) logRetryAt(n int, reason string, wait time.Duration, at time.Time) {
-	if c.t.Logger != nil {
+	if c.t.Logger != nil && !c.t.sampler.exhausted.quiet() {
 		ns, window := c.transitionTime(at)
 		if ok, n := c.t.sampler.leave(&c.t.sampler.exhausted, c.origin(), ns, window); ok {
 			c.logTransition(slog.LevelInfo, "retryhttp: retry budget recovered", n)
@@ -131,7 +131,7 @@ func (c *call) logHold(started bool) {
 	}
 	// Only an answer that cleared the hold ends it: one to a request sent
 	// before the hold began does not.
-	if c.t.sampler.held.n.Load() > 0 && c.t.holds().Until(c.origin()).IsZero() {
+	if !c.t.sampler.held.quiet() && c.t.holds().Until(c.origin()).IsZero() {
 		ns, window := c.transitionTime(time.Time{})
 		if ok, n := c.t.sampler.leave(&c.t.sampler.held, c.origin(), ns, window); ok {
 			c.logTransition(slog.LevelInfo, "retryhttp: hold ended", n)

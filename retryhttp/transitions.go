@@ -60,10 +60,15 @@ func (s *logSampler) enter(st *originStates, origin string, ns, window int64) (b
 	return st.line(o, ns, window)
 }
 
+// quiet reports whether no origin is in the state and none has a move to
+// write: then leave has nothing to do, and its caller need not read the
+// clock for it (most calls).
+func (st *originStates) quiet() bool { return st.n.Load() == 0 && st.pending.Load() == 0 }
+
 // leave takes origin out of the state, and reports whether to write the
 // line of its state now, as enter does.
 func (s *logSampler) leave(st *originStates, origin string, ns, window int64) (bool, int) {
-	if st.n.Load() == 0 && st.pending.Load() == 0 {
+	if st.quiet() {
 		return false, 0
 	}
 	s.mu.Lock()

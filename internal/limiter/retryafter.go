@@ -24,11 +24,12 @@ type shedRate struct {
 // fit under maxWait, not clamped, so that the cap is not where the fleet
 // piles up. Whole seconds, rounded down, at least one.
 func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) time.Duration {
-	base := max(time.Second, l.Drain())
+	recent := l.recent()
+	base := max(time.Second, l.drain(recent))
 	if base >= maxWait {
 		return maxWait.Truncate(time.Second)
 	}
-	window := max(2*time.Second, time.Duration(float64(base)*l.shedRatio(now)))
+	window := max(2*time.Second, time.Duration(float64(base)*l.shedRatio(now, recent)))
 	window = min(window, maxWait-base)
 	d := (base + time.Duration(float64(window)*u)).Truncate(time.Second)
 	return min(max(d, time.Second), maxWait)
@@ -40,10 +41,7 @@ func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) ti
 // latency: a server whose work hangs admits nothing, and counting only
 // what it admitted would tell the shed to stay away for maxWait, long
 // after it has healed.
-func (l *Limiter) shedRatio(now time.Time) float64 {
-	l.mu.Lock()
-	recent := l.alg.latency()
-	l.mu.Unlock()
+func (l *Limiter) shedRatio(now time.Time, recent float64) float64 {
 	r := &l.rate
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -59,12 +57,16 @@ func (l *Limiter) shedRatio(now time.Time) float64 {
 	return r.ratio
 }
 
-// Drain estimates how long the work queued needs to start at the recent
-// latency: (queued+1) rounds of limit each.
-func (l *Limiter) Drain() time.Duration {
+// recent is the recent latency, ns, read under the lock once per answer.
+func (l *Limiter) recent() float64 {
 	l.mu.Lock()
-	recent := l.alg.latency()
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	return l.alg.latency()
+}
+
+// drain estimates how long the work queued needs to start at the recent
+// latency: (queued+1) rounds of limit each.
+func (l *Limiter) drain(recent float64) time.Duration {
 	limit := float64(max(1, l.limit.Load()))
 	rounds := math.Ceil(float64(l.waiting.Load()+1) / limit)
 	return time.Duration(min(rounds*recent, float64(24*time.Hour)))
