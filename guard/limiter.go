@@ -167,7 +167,7 @@ func (l *Limiter) idle() bool {
 // queue while ctx lives. It reports whether it did, and when (for an
 // adaptive limit's latency; zero for a fixed one).
 func (st *limiterState) take(ctx context.Context, wait bool) (time.Time, bool) {
-	if !st.eng.TryAcquire() {
+	if !st.eng.TryAcquire(0) {
 		if !wait {
 			st.refused.Add(1)
 			return time.Time{}, false

@@ -64,23 +64,26 @@ func (l *Limiter) Acquire(ctx context.Context, p Priority) (release func(Outcome
 // acquire is Acquire without the release func's allocation: the Handler
 // keeps the start time itself.
 func (l *Limiter) acquire(ctx context.Context, p Priority) (time.Time, error) {
-	if l.eng.TryAcquire() {
+	lv := p.level()
+	if l.eng.TryAcquire(lv) {
 		return l.clock.Now(), nil
 	}
 	reason := ""
-	switch l.eng.Acquire(ctx, p.level(), l.clock) {
+	switch l.eng.Acquire(ctx, lv, l.clock) {
 	case limiter.Admitted:
 		return l.clock.Now(), nil
 	case limiter.Canceled:
 		return time.Time{}, context.Cause(ctx)
 	case limiter.QueueFull:
 		reason = "queue full"
+	case limiter.Outranked:
+		reason = "a higher priority is being shed"
 	case limiter.TimedOut:
 		reason = "queue timeout"
 	case limiter.Evicted:
 		reason = "evicted"
 	}
-	return time.Time{}, &ShedError{RetryAfter: l.retryAfter(), Reason: reason}
+	return time.Time{}, &ShedError{RetryAfter: l.retryAfter(lv), Reason: reason}
 }
 
 func (l *Limiter) release(start time.Time, o Outcome) {
@@ -88,8 +91,8 @@ func (l *Limiter) release(start time.Time, o Outcome) {
 }
 
 // retryAfter is the jittered wait a shed request is told.
-func (l *Limiter) retryAfter() time.Duration {
-	return l.eng.RetryAfter(l.clock.Now(), l.opts.MaxRetryAfter, rand.Float64())
+func (l *Limiter) retryAfter(level int) time.Duration {
+	return l.eng.RetryAfter(l.clock.Now(), l.opts.MaxRetryAfter, rand.Float64(), level)
 }
 
 // Stats is a snapshot of a Limiter.

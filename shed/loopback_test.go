@@ -22,7 +22,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // The loopback proof over HTTP, in real time: a server whose handler does
 // 20 requests at once, 5 ms each (more on a machine too slow for that; see
-// loadgen.Prove), behind an adaptive Limiter (loadgen.Options), and 200
+// loadgen.Prove), behind an adaptive Limiter (the zero Options), and 200
 // clients, each a retryhttp.Transport of its own (its own holds, as 200
 // processes would have), that offer about 3 times what it can serve. The
 // references are measured on this machine: the capacity before and after,
@@ -43,8 +43,8 @@ func TestLoopbackHTTP(t *testing.T) {
 	}
 	srv := loadgen.NewServer(20, loadgen.MinWork)
 	var limited atomic.Pointer[http.Handler]
-	start := func(work time.Duration) *shed.Limiter {
-		l := newLimiter(t, loadgen.Options(srv, work))
+	start := func(time.Duration) *shed.Limiter { // the zero Options: no tuning to the work
+		l := newLimiter(t, shed.Options{})
 		h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if srv.Serve(r.Context()) == nil {
 				w.WriteHeader(http.StatusOK)

@@ -16,15 +16,17 @@ const (
 	// Gradient, the default, moves the limit with the ratio of the
 	// minimum latency to the recent one, as Netflix's Gradient2 and Envoy's
 	// adaptive concurrency filter do: every 25 requests, the limit becomes
-	// limit×g + √limit, smoothed, where g = Tolerance × minimum / recent,
-	// clamped to [0.5, 1]. The recent latency is the average of the last
-	// 25; the minimum, the smallest such average since the last probe:
-	// every 20 windows in which the limit was in use, the limit halves for
-	// one window, so that what queued inside the server drains and its
-	// unqueued latency is measured again (as Envoy measures its minRTT).
-	// So the limit grows by about √limit while latency stays within Tolerance of
-	// its minimum and the limit is in use, and shrinks when work queues
-	// inside the server.
+	// limit×g + h, smoothed, where g = Tolerance × minimum / recent,
+	// clamped to [0.5, 1], and h is √limit while g is 1 and at most 4
+	// (Gradient2's queue size) once it is not. The recent latency is the
+	// average of the last 25; the minimum, the smallest such average since
+	// the last probe: after 20 windows in which the limit was in use, and
+	// at most once every 5 s, the limit halves for one window, so that
+	// what queued inside the server drains and its unqueued latency is
+	// measured again (as Envoy measures its minRTT). So the limit grows by
+	// √limit while latency stays within Tolerance of its minimum and the
+	// limit is in use, and settles at about Tolerance × the capacity + 4
+	// when work queues inside the server.
 	Gradient Algorithm = iota
 	// AIMD adds one to the limit every 25 requests while their average
 	// latency stays under twice the minimum (measured as Gradient does) and
@@ -42,15 +44,16 @@ const (
 	DefaultMaxLimit      = 1000
 	DefaultMaxQueue      = 50
 	DefaultQueueTimeout  = 100 * time.Millisecond
+	DefaultQueueFactor   = 1.0 / 3
 	DefaultMaxRetryAfter = 30 * time.Second
-	DefaultTolerance     = limiter.DefaultTolerance
+	DefaultTolerance     = 1.1
 	DefaultSmoothing     = limiter.DefaultSmoothing
 )
 
 // Options configures [New]. Every zero field stands for the default in
 // brackets, so the zero Options is an adaptive Limiter that starts at 20
-// concurrent requests, queues 50 for at most 100 ms, and suggests waits of
-// at most 30 s. Whatever the Algorithm, a request of a higher [Priority]
+// concurrent requests, queues 50 for at most a third of the minimum
+// latency, and suggests waits of at most 30 s. Whatever the Algorithm, a request of a higher [Priority]
 // is served first, and any reported [Overloaded] takes a tenth off an
 // adaptive limit.
 type Options struct {
@@ -65,11 +68,17 @@ type Options struct {
 	// Priority). Negative: no queue.
 	MaxQueue int
 	// QueueTimeout is how long a request may wait for a slot before it is
-	// shed [100ms]. Once the queue has stayed busy for longer than that
-	// (sustained overload, not a burst), a request queued may wait a
-	// twentieth of it, and the newest are served first: the CoDel idea,
-	// with Facebook's adaptive LIFO, so that the requests served are the
-	// ones whose callers still wait.
+	// shed [a third of the minimum latency, at least 1 ms and at most
+	// DefaultQueueTimeout, 100 ms, which it is until a latency is
+	// measured]. Once the queue has stayed busy for longer than that
+	// (sustained overload, not a burst), the newest are served first, and
+	// a request queued may wait a twentieth of a QueueTimeout that is set
+	// (the default is short enough already): the CoDel idea, with
+	// Facebook's adaptive LIFO, so that the requests served are the ones
+	// whose callers still wait. The default keeps an admitted request's
+	// wait for a slot under its own latency: at 3× the capacity, with
+	// clients that honour Retry-After, the admitted p99 stays under twice
+	// the unloaded one (docs/shedding.md).
 	QueueTimeout time.Duration
 	// Priority gives a request's Priority [HeaderPriority].
 	Priority func(*http.Request) Priority
@@ -80,7 +89,11 @@ type Options struct {
 	// timeouts.
 	Clock retry.Clock
 	// Tolerance is how many times its minimum the recent latency may be
-	// before Gradient takes it as queueing [1.5, Gradient2's]; at least 1.
+	// before Gradient takes it as queueing [1.1]; at least 1. Netflix's
+	// Gradient2 uses 1.5, which a client's bulkhead keeps
+	// (guard.LimiterOptions); a server that waits for its latency to grow
+	// half again before it sheds lets every admitted request wait that much
+	// longer inside it.
 	Tolerance float64
 	// Smoothing is the weight of each new Gradient limit (0, 1] [0.2].
 	Smoothing float64
@@ -97,9 +110,6 @@ func (o Options) resolve() (Options, error) {
 	def(&o.MinLimit, min(DefaultMinLimit, o.InitialLimit))
 	def(&o.MaxLimit, max(DefaultMaxLimit, o.InitialLimit))
 	def(&o.MaxQueue, DefaultMaxQueue)
-	if o.QueueTimeout == 0 {
-		o.QueueTimeout = DefaultQueueTimeout
-	}
 	if o.MaxRetryAfter == 0 {
 		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}
@@ -138,9 +148,13 @@ func (o Options) resolve() (Options, error) {
 // config is o, resolved, as the engine takes it.
 func (o Options) config() limiter.Config {
 	q := max(o.MaxQueue, 0)
-	return limiter.Config{
+	c := limiter.Config{
 		Algorithm: limiter.Algorithm(o.Algorithm), Initial: o.InitialLimit,
 		Min: o.MinLimit, Max: o.MaxLimit, MaxQueue: q, QueueTimeout: o.QueueTimeout,
 		Tolerance: o.Tolerance, Smoothing: o.Smoothing,
 	}
+	if c.QueueTimeout == 0 {
+		c.QueueTimeout, c.QueueFactor = DefaultQueueTimeout, DefaultQueueFactor
+	}
+	return c
 }

@@ -87,9 +87,10 @@ func TestSustainedOverloadServesNewestFirst(t *testing.T) {
 		}
 		time.Sleep(timeout) // sustained: busy for longer than QueueTimeout
 
-		// A request queued now may wait a twentieth of QueueTimeout.
+		// A request queued now may wait a twentieth of QueueTimeout. (Of
+		// the lowest Priority: a higher one shed would bar the lower ones.)
 		start := time.Now()
-		_, err = l.Acquire(context.Background(), shed.CriticalPlus)
+		_, err = l.Acquire(context.Background(), shed.Sheddable)
 		require.ErrorIs(t, err, shed.ErrShed)
 		assert.Equal(t, timeout/20, time.Since(start))
 
@@ -140,4 +141,124 @@ func TestNeverAboveTheLimit(t *testing.T) {
 	s := l.Stats()
 	assert.Zero(t, s.InFlight)
 	assert.Zero(t, s.Queued)
+}
+
+// Once a request of a Priority has been shed, the lower ones are refused
+// at once for a second, free slots or not, and the higher and equal ones
+// are not: a server sheds a criticality only once it sheds all of the
+// lower ones (the SRE book, "Handling Overload"), and a Sheddable request
+// does not take, while the Critical shed wait to come back, a slot they
+// will need.
+func TestAShedBarsTheLowerPriorities(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{Algorithm: shed.Fixed, InitialLimit: 1, MaxQueue: 1, QueueTimeout: 10 * time.Millisecond})
+		hold, err := l.Acquire(context.Background(), shed.Critical)
+		require.NoError(t, err)
+		_, err = l.Acquire(context.Background(), shed.Critical) // waits 10 ms, is shed
+		require.ErrorIs(t, err, shed.ErrShed)
+		hold(shed.Success) // the slot is free again
+
+		_, err = l.Acquire(context.Background(), shed.Sheddable)
+		require.ErrorIs(t, err, shed.ErrShed, "a Sheddable request, with a slot free, after a Critical one was shed")
+		var se *shed.ShedError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "a higher priority is being shed", se.Reason)
+		_, err = l.Acquire(context.Background(), shed.SheddablePlus)
+		require.ErrorIs(t, err, shed.ErrShed)
+
+		for _, p := range []shed.Priority{shed.Critical, shed.CriticalPlus} {
+			release, err := l.Acquire(context.Background(), p)
+			require.NoError(t, err, "%v is not under the bar", p)
+			release(shed.Success)
+		}
+
+		time.Sleep(time.Second)
+		release, err := l.Acquire(context.Background(), shed.Sheddable)
+		require.NoError(t, err, "a second later, the bar has lapsed")
+		release(shed.Success)
+	})
+}
+
+// A shed of the lowest Priority bars nothing; a refusal of a Limiter
+// without a queue bars the lower ones as a timeout does.
+func TestABarWithoutAQueue(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{Algorithm: shed.Fixed, InitialLimit: 1, MaxQueue: -1})
+		hold, err := l.Acquire(context.Background(), shed.Critical)
+		require.NoError(t, err)
+		_, err = l.Acquire(context.Background(), shed.Sheddable)
+		require.ErrorIs(t, err, shed.ErrShed)
+		hold(shed.Success)
+		release, err := l.Acquire(context.Background(), shed.Sheddable)
+		require.NoError(t, err, "a Sheddable shed bars nothing")
+
+		_, err = l.Acquire(context.Background(), shed.CriticalPlus)
+		require.ErrorIs(t, err, shed.ErrShed)
+		release(shed.Success)
+		_, err = l.Acquire(context.Background(), shed.Critical)
+		require.ErrorIs(t, err, shed.ErrShed, "barred by the CriticalPlus refused")
+	})
+}
+
+// The zero QueueTimeout is a third of the minimum latency once one is
+// measured (100 ms before): a request that waits longer than that for a
+// slot would be answered later than twice the unloaded latency.
+func TestDefaultQueueTimeoutFollowsTheLatency(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{InitialLimit: 1, MinLimit: 1, MaxLimit: 1})
+		waitFor := func() time.Duration {
+			hold, err := l.Acquire(context.Background(), shed.Critical)
+			require.NoError(t, err)
+			start := time.Now()
+			_, err = l.Acquire(context.Background(), shed.Critical)
+			require.ErrorIs(t, err, shed.ErrShed)
+			waited := time.Since(start)
+			hold(shed.Ignored)
+			time.Sleep(2 * time.Second) // let the bar lapse, and the queue empty
+			return waited
+		}
+		assert.Equal(t, shed.DefaultQueueTimeout, waitFor(), "before any latency is measured")
+		for range 25 { // one window of 30 ms requests
+			release, err := l.Acquire(context.Background(), shed.Critical)
+			require.NoError(t, err)
+			time.Sleep(30 * time.Millisecond)
+			release(shed.Success)
+		}
+		require.Equal(t, 30*time.Millisecond, l.Stats().MinLatency)
+		assert.Equal(t, 10*time.Millisecond, waitFor(), "a third of the minimum latency")
+	})
+}
+
+// While the lower Priorities are being turned away, a request of a higher
+// one waits for a slot as long as DefaultQueueTimeout, not a third of the
+// latency: the refusals of the lower ones keep the queue short, and a
+// Critical request shed would cost its client a whole Retry-After.
+func TestAHigherPriorityWaitsLongerWhileTheLowerAreTurnedAway(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, shed.Options{InitialLimit: 1, MinLimit: 1, MaxLimit: 1})
+		for range 25 { // one window of 30 ms requests: a queue timeout of 10 ms
+			release, err := l.Acquire(context.Background(), shed.Critical)
+			require.NoError(t, err)
+			time.Sleep(30 * time.Millisecond)
+			release(shed.Success)
+		}
+		hold, err := l.Acquire(context.Background(), shed.Critical)
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = l.Acquire(context.Background(), shed.Critical)
+		require.ErrorIs(t, err, shed.ErrShed)
+		require.Equal(t, 10*time.Millisecond, time.Since(start), "nothing turned away yet")
+
+		_, err = l.Acquire(context.Background(), shed.Sheddable)
+		require.ErrorIs(t, err, shed.ErrShed, "barred")
+		start = time.Now()
+		_, err = l.Acquire(context.Background(), shed.Critical)
+		require.ErrorIs(t, err, shed.ErrShed)
+		assert.Equal(t, shed.DefaultQueueTimeout, time.Since(start), "while Sheddable requests are turned away")
+		hold(shed.Ignored)
+	})
 }

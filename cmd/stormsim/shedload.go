@@ -77,7 +77,7 @@ func shedDefaults() limiter.Config {
 	return limiter.Config{
 		Algorithm: limiter.Gradient, Initial: shed.DefaultInitialLimit,
 		Min: shed.DefaultMinLimit, Max: shed.DefaultMaxLimit,
-		MaxQueue: shed.DefaultMaxQueue, QueueTimeout: shed.DefaultQueueTimeout,
+		MaxQueue: shed.DefaultMaxQueue, QueueTimeout: shed.DefaultQueueTimeout, QueueFactor: shed.DefaultQueueFactor,
 		Tolerance: shed.DefaultTolerance, Smoothing: shed.DefaultSmoothing,
 	}
 }

@@ -92,7 +92,7 @@ func shedControls(capacity int) []shedControl {
 //     flight.
 func comparedLimiters() []shedControl {
 	gradient2 := shedDefaults()
-	gradient2.Max, gradient2.MaxQueue = 200, 4
+	gradient2.Max, gradient2.MaxQueue, gradient2.Tolerance = 200, 4, 1.5
 	envoy := shedDefaults()
 	envoy.Tolerance, envoy.Smoothing, envoy.MaxQueue = 1.1, 1, 0
 	failsafe := shedDefaults()

@@ -79,11 +79,11 @@ func (v *shedServer) arrive(r *request) {
 	switch adm {
 	case limiter.Granted:
 		v.admit(r)
-	case limiter.Refused:
+	case limiter.Refused, limiter.Barred:
 		v.shed(r)
 	case limiter.Queued:
 		v.s.At(v.s.Elapsed()+timeout, func() {
-			if v.lim.Cancel(&r.w, true) {
+			if v.lim.Cancel(&r.w, true, v.s.Now()) {
 				v.shed(r)
 			}
 		})
@@ -131,7 +131,8 @@ func (v *shedServer) work(r *request) {
 // shed answers r with a 503 and the engine's jittered Retry-After.
 func (v *shedServer) shed(r *request) {
 	v.rec.shed(v.s.Elapsed())
-	v.answer(r.x, answerShed, v.lim.RetryAfter(v.s.Now(), v.maxWait, v.rng.Float64()))
+
+	v.answer(r.x, answerShed, v.lim.RetryAfter(v.s.Now(), v.maxWait, v.rng.Float64(), r.level))
 }
 
 // answer wakes x's client with a, unless it stopped waiting.

@@ -32,8 +32,18 @@ const (
 	// one sample's latency varies more than queueing moves it.
 	Window = 25
 	// Baseline is the number of busy windows (windows that saw the limit
-	// in use) between two probes of the minimum latency.
-	Baseline = 20
+	// in use) between two probes of the minimum latency, and ProbeEvery
+	// the least time between two: a probe costs about a window at half
+	// the limit, and at thousands of requests a second twenty windows
+	// pass in a quarter of a second (Envoy's filter probes once a minute).
+	Baseline   = 20
+	ProbeEvery = 10 * time.Second
+	// Headroom caps what the Gradient limit adds once work queues inside
+	// the service (Gradient2's queueSize, 4): growing by √limit while
+	// nothing queues finds the capacity fast, but at the balance, where
+	// limit×g + headroom = limit, every unit of headroom is a request
+	// waiting inside the service.
+	Headroom = 4
 	backoff  = 0.9 // multiplicative decrease on overload
 	aimdDrop = 2.0 // AIMD: a window this many times the baseline is overload
 )
@@ -68,7 +78,8 @@ type algo struct {
 	busyWindows int       // since the last probe
 	probeFrom   time.Time // when a probe's limit was reached; only requests admitted since count
 	probing     bool
-	restore     float64 // the limit before the probe
+	restore     float64   // the limit before the probe
+	lastProbe   time.Time // when the last probe began
 }
 
 func newAlgo(c Config) algo {
@@ -123,7 +134,8 @@ func (a *algo) sample(start, now time.Time, inflight int, overloaded bool) {
 	}
 	a.move(busy, over)
 	if a.kind != Fixed && busy {
-		if a.busyWindows++; a.busyWindows >= Baseline {
+		if a.busyWindows++; a.busyWindows >= Baseline && (a.lastProbe.IsZero() || now.Sub(a.lastProbe) >= ProbeEvery) {
+			a.lastProbe = now
 			a.busyWindows, a.probing, a.probeFrom, a.restore = 0, true, time.Time{}, a.limit
 			a.set(a.limit / 2)
 		}
@@ -154,7 +166,11 @@ func (a *algo) move(busy, overloaded bool) {
 		if g >= 1 && !busy {
 			return
 		}
-		next := a.limit*g + math.Sqrt(a.limit)
+		h := math.Sqrt(a.limit)
+		if g < 1 {
+			h = min(h, Headroom)
+		}
+		next := a.limit*g + h
 		a.set(a.limit*(1-a.smoothing) + next*a.smoothing)
 	}
 }

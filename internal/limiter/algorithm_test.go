@@ -31,7 +31,7 @@ func newService(l *limiter.Limiter, capacity int) *service {
 func (s *service) run(n int, d time.Duration) []int {
 	limits := make([]int, 0, n)
 	for range n {
-		for s.l.TryAcquire() {
+		for s.l.TryAcquire(0) {
 			s.waiting = append(s.waiting, s.now)
 		}
 		for len(s.busy) < s.capacity && len(s.waiting) > 0 {
@@ -91,4 +91,48 @@ func TestGradientFollowsASlowerService(t *testing.T) {
 	assert.LessOrEqual(t, slices.Max(late), 3*capacity, "highest limit in the second half")
 	st := l.Stats()
 	assert.InDelta(t, 30*time.Millisecond, st.MinLatency, float64(5*time.Millisecond), "MinLatency = %v, want about 30ms", st.MinLatency)
+}
+
+// A probe costs about a window at half the limit, so at a high rate they
+// are at most every ProbeEvery, not every Baseline busy windows (at
+// 10,000 requests a second, twenty windows pass in 50 ms).
+func TestProbesAtMostEveryProbeEvery(t *testing.T) {
+	t.Parallel()
+	const capacity = 10
+	l := limiter.New(limiter.Config{
+		Algorithm: limiter.Gradient, Initial: 20, Min: 1, Max: 1000,
+		Tolerance: 1.1, Smoothing: 0.2,
+	})
+	s := newService(l, capacity)
+	start := s.now
+	limits := s.run(200_000, time.Millisecond) // 20 s at 10,000 a second
+	elapsed := s.now.Sub(start)
+	probes := 0
+	for i := 1; i < len(limits); i++ {
+		if float64(limits[i]) <= 0.6*float64(limits[i-1]) {
+			probes++
+		}
+	}
+	assert.LessOrEqual(t, probes, int(elapsed/limiter.ProbeEvery)+1, "%d probes in %v", probes, elapsed)
+	assert.GreaterOrEqual(t, probes, int(elapsed/limiter.ProbeEvery)-1, "%d probes in %v", probes, elapsed)
+}
+
+// Once work queues inside the service, the Gradient limit adds at most
+// Headroom a window, so it settles at about Tolerance × the capacity +
+// Headroom (√limit, at a capacity of 100, settles a few higher:
+// more requests waiting inside the service).
+func TestGradientSettlesWithinHeadroom(t *testing.T) {
+	t.Parallel()
+	const capacity = 100
+	l := limiter.New(limiter.Config{
+		Algorithm: limiter.Gradient, Initial: 20, Min: 1, Max: 1000,
+		Tolerance: 1.1, Smoothing: 0.2,
+	})
+	limits := newService(l, capacity).run(200_000, 10*time.Millisecond)
+	late := slices.Clone(limits[len(limits)/2:])
+	slices.Sort(late)
+	median := late[len(late)/2]
+	t.Logf("median %d, p10 %d, p90 %d", median, late[len(late)/10], late[len(late)*9/10])
+	assert.LessOrEqual(t, median, int(1.1*capacity)+limiter.Headroom, "median limit in the second half")
+	assert.GreaterOrEqual(t, median, capacity, "median limit in the second half")
 }

@@ -29,10 +29,14 @@ type Config struct {
 	Initial      int
 	Min, Max     int
 	MaxQueue     int           // 0: no queue
-	QueueTimeout time.Duration // how long a waiter may wait
-	Tolerance    float64       // Gradient: latency ratio to the minimum taken as no queueing
-	Smoothing    float64       // Gradient: weight of a new limit
-	NoSamples    bool          // Fixed with no use for latency: Release takes no lock
+	QueueTimeout time.Duration // how long a waiter may wait; with QueueFactor, at most
+	// QueueFactor, if positive, makes the queue timeout that many times
+	// the baseline latency, at least a millisecond and at most
+	// QueueTimeout (QueueTimeout until there is a baseline).
+	QueueFactor float64
+	Tolerance   float64 // Gradient: latency ratio to the minimum taken as no queueing
+	Smoothing   float64 // Gradient: weight of a new limit
+	NoSamples   bool    // Fixed with no use for latency: Release takes no lock
 }
 
 // Limiter is a concurrency limit with a priority queue.
@@ -50,6 +54,13 @@ type Limiter struct {
 	busySince time.Time // when the queue last became non-empty
 
 	rate shedRate
+
+	// bar is the level under which every request is refused, until
+	// barUntil (ns since the epoch; under mu): a level at bar or above was
+	// shed lately. 0 (nothing is under level 0) once it has lapsed.
+	bar      atomic.Int64
+	barUntil int64
+	barHit   int64 // when the bar last refused a request, ns; under mu
 }
 
 // New returns a Limiter for a resolved Config.
@@ -62,8 +73,8 @@ func New(c Config) *Limiter {
 
 // TryAcquire takes a slot if one is free and nobody waits for one: the
 // lock-free path.
-func (l *Limiter) TryAcquire() bool {
-	if l.waiting.Load() != 0 {
+func (l *Limiter) TryAcquire(level int) bool {
+	if l.waiting.Load() != 0 || int64(level) < l.bar.Load() {
 		return false
 	}
 	return l.take()
@@ -109,6 +120,9 @@ const (
 	Queued
 	// Refused: no slot and no queue place for the caller's level.
 	Refused
+	// Barred: the caller's level is under the bar: a higher one was shed
+	// lately.
+	Barred
 )
 
 // Enqueue takes a slot for level if one is free (queue order respected),
@@ -124,15 +138,19 @@ const (
 func (l *Limiter) Enqueue(w *Waiter, level int, now time.Time) (Admission, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.barred(level, now) {
+		l.shed.Add(1)
+		return Barred, 0
+	}
 	if l.waiting.Load() == 0 && l.take() {
 		return Granted, 0
 	}
 	if l.cfg.MaxQueue <= 0 {
-		l.shed.Add(1)
+		l.refuse(level, now)
 		return Refused, 0
 	}
 	if int(l.waiting.Load()) >= l.cfg.MaxQueue && !l.evictBelow(level) {
-		l.shed.Add(1)
+		l.refuse(level, now)
 		return Refused, 0
 	}
 	w.prev, w.next, w.level, w.granted, w.evicted = nil, nil, level, false, false
@@ -145,31 +163,60 @@ func (l *Limiter) Enqueue(w *Waiter, level int, now time.Time) (Admission, time.
 	if w.granted {
 		return Granted, 0
 	}
-	return Queued, l.timeout(now)
+	return Queued, l.timeout(now, level)
 }
 
-// Refuse counts a refusal of a Limiter with no queue, unless a slot came
-// free since TryAcquire failed, which it then takes (and reports false).
-func (l *Limiter) Refuse() bool {
+// Refuse counts a refusal of a request of level at now by a Limiter with
+// no queue, unless a slot came free since TryAcquire failed and level is
+// not barred, which it then takes (Granted).
+func (l *Limiter) Refuse(level int, now time.Time) Admission {
+	if l.bar.Load() == 0 && l.take() {
+		return Granted
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.barred(level, now) {
+		l.shed.Add(1)
+		return Barred
+	}
 	if l.take() {
-		return false
+		return Granted
 	}
-	l.shed.Add(1)
-	return true
+	l.refuse(level, now)
+	return Refused
 }
 
-// timeout is how long a request queued now may wait.
-func (l *Limiter) timeout(now time.Time) time.Duration {
-	if l.overloaded(now) {
-		return min(l.cfg.QueueTimeout, max(l.cfg.QueueTimeout/20, time.Millisecond))
+// timeout is how long a request queued now may wait. Under mu.
+func (l *Limiter) timeout(now time.Time, level int) time.Duration {
+	if l.cfg.QueueFactor > 0 && l.turningAway(level, now) {
+		// The lower levels' refusals keep the queue short; a request of a
+		// level the server is for waits as long as the cap, since a shed
+		// costs its caller a whole Retry-After, and the server the
+		// caller's next requests.
+		return l.cfg.QueueTimeout
 	}
-	return l.cfg.QueueTimeout
+	t := l.queueTimeout()
+	if l.cfg.QueueFactor <= 0 && l.overloaded(now) {
+		// A timeout relative to the latency is already CoDel's short one.
+		return min(t, max(t/20, time.Millisecond))
+	}
+	return t
+}
+
+// queueTimeout is the queue timeout: QueueTimeout, or QueueFactor times
+// the baseline within [1ms, QueueTimeout]. Under mu.
+func (l *Limiter) queueTimeout() time.Duration {
+	t := l.cfg.QueueTimeout
+	if b := l.alg.base(); l.cfg.QueueFactor > 0 && b > 0 {
+		t = min(t, max(time.Millisecond, time.Duration(b*l.cfg.QueueFactor)))
+	}
+	return t
 }
 
 // overloaded reports whether the queue has stayed busy for longer than
-// QueueTimeout: sustained overload.
+// its timeout: sustained overload. Under mu.
 func (l *Limiter) overloaded(now time.Time) bool {
-	return l.waiting.Load() > 0 && now.Sub(l.busySince) > l.cfg.QueueTimeout
+	return l.waiting.Load() > 0 && now.Sub(l.busySince) > l.queueTimeout()
 }
 
 // evictBelow sheds the newest waiter of the lowest level under level.
@@ -189,8 +236,8 @@ func (l *Limiter) evictBelow(level int) bool {
 
 // Cancel removes w from the queue if it still waits, and reports whether
 // it did: false means Notify was or is being called. A canceled waiter
-// that timed out counts as shed when timedOut.
-func (l *Limiter) Cancel(w *Waiter, timedOut bool) bool {
+// that timed out (at now) counts as shed when timedOut.
+func (l *Limiter) Cancel(w *Waiter, timedOut bool, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if w.granted || w.evicted {
@@ -199,7 +246,7 @@ func (l *Limiter) Cancel(w *Waiter, timedOut bool) bool {
 	l.queues[w.level].remove(w)
 	l.waiting.Add(-1)
 	if timedOut {
-		l.shed.Add(1)
+		l.refuse(w.level, now)
 		l.timeouts.Add(1)
 	}
 	return true

@@ -23,13 +23,19 @@ type shedRate struct {
 // they took to arrive rather than at one instant. The window is cut to
 // fit under maxWait, not clamped, so that the cap is not where the fleet
 // piles up. Whole seconds, rounded down, at least one.
-func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64) time.Duration {
-	recent := l.recent()
+//
+// A request of a level for which lower ones are being turned away (see
+// turningAway) has a least window of one second, not two: the lower
+// levels take the bulk of the refusals, its own are few, and its clients'
+// next requests are the work the server is for; a whole second's hold,
+// spread by the client, already keeps them from returning at one instant.
+func (l *Limiter) RetryAfter(now time.Time, maxWait time.Duration, u float64, level int) time.Duration {
+	recent, least := l.recent(now, level)
 	base := max(time.Second, l.drain(recent))
 	if base >= maxWait {
 		return maxWait.Truncate(time.Second)
 	}
-	window := max(2*time.Second, time.Duration(float64(base)*l.shedRatio(now, recent)))
+	window := max(least, time.Duration(float64(base)*l.shedRatio(now, recent)))
 	window = min(window, maxWait-base)
 	d := (base + time.Duration(float64(window)*u)).Truncate(time.Second)
 	return min(max(d, time.Second), maxWait)
@@ -57,11 +63,16 @@ func (l *Limiter) shedRatio(now time.Time, recent float64) float64 {
 	return r.ratio
 }
 
-// recent is the recent latency, ns, read under the lock once per answer.
-func (l *Limiter) recent() float64 {
+// recent is the recent latency, ns, and the least window for level at
+// now, read under the lock once per answer.
+func (l *Limiter) recent(now time.Time, level int) (float64, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.alg.latency()
+	least := 2 * time.Second
+	if l.turningAway(level, now) {
+		least = time.Second
+	}
+	return l.alg.latency(), least
 }
 
 // drain estimates how long the work queued needs to start at the recent

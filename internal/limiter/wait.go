@@ -19,6 +19,9 @@ const (
 	Admitted Result = iota
 	// QueueFull: no slot, and no queue place for the caller's level.
 	QueueFull
+	// Outranked: a higher level was shed lately, so the caller's is
+	// refused at once.
+	Outranked
 	// TimedOut: the caller waited as long as it could.
 	TimedOut
 	// Evicted: the caller's queue place went to a higher level.
@@ -31,17 +34,20 @@ const (
 // returns when it holds one or cannot. It waits with clk, so that a fake
 // clock drives the queue's timeouts.
 func (l *Limiter) Acquire(ctx context.Context, level int, clk Clock) Result {
-	if l.TryAcquire() {
+	if l.TryAcquire(level) {
 		return Admitted
 	}
 	if ctx.Err() != nil {
 		return Canceled
 	}
 	if l.cfg.MaxQueue <= 0 { // no queue: refused without making a waiter
-		if l.Refuse() {
-			return QueueFull
+		switch l.Refuse(level, clk.Now()) {
+		case Granted:
+			return Admitted
+		case Barred:
+			return Outranked
 		}
-		return Admitted
+		return QueueFull
 	}
 	ready := make(chan bool, 1)
 	w := &Waiter{Notify: func(granted bool) { ready <- granted }}
@@ -51,6 +57,8 @@ func (l *Limiter) Acquire(ctx context.Context, level int, clk Clock) Result {
 		return Admitted
 	case Refused:
 		return QueueFull
+	case Barred:
+		return Outranked
 	}
 	tctx, cancel := clk.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -60,7 +68,7 @@ func (l *Limiter) Acquire(ctx context.Context, level int, clk Clock) Result {
 	case <-tctx.Done():
 	}
 	timedOut := ctx.Err() == nil
-	if l.Cancel(w, timedOut) {
+	if l.Cancel(w, timedOut, clk.Now()) {
 		if timedOut {
 			return TimedOut
 		}

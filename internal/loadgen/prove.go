@@ -128,19 +128,3 @@ func Prove(ctx context.Context, s Stack) Report {
 	r.Stats = l.Stats()
 	return r
 }
-
-// Options are the Limiter's options in the loopback proofs, for a request
-// work long: the zero Options' adaptive limit, bounded at one and a half
-// times the server's slots, and a QueueTimeout of one request's work.
-//
-// Unbounded, the limit drifts far above the slots under sustained overload
-// (to 80 and more for 20 slots: its baseline, the smallest mean of its
-// last 500 samples, rises with the queueing inside the handler that it
-// should detect), and the requests admitted wait for a slot inside the
-// handler, where nothing sheds them. The default QueueTimeout, 100 ms, is
-// twenty times a 5 ms request: an admitted request that waited that long
-// has waited far beyond the unloaded latency; waiting one request's work
-// keeps it within twice.
-func Options(s *Server, work time.Duration) shed.Options {
-	return shed.Options{MaxLimit: s.Slots() * 3 / 2, QueueTimeout: work}
-}
