@@ -48,7 +48,8 @@ import (
 // and Summary record the race as one attempt, whose Reason counts the
 // copies. Hedging, like retrying, needs the method marked idempotent; a
 // call with its own CallPolicy, a method that grpc-go retries itself and a
-// reply that is not a protobuf message get one attempt instead.
+// reply that is not a protobuf message get one attempt instead, whatever
+// maxAttempts the policy has beside its hedging.
 //
 // A server-streaming method with a hedgingPolicy is hedged by
 // [StreamClientInterceptor] by the same rules, in its first RecvMsg or
@@ -57,7 +58,7 @@ import (
 // wins and is the caller's stream, the others cancelled; after that,
 // nothing is sent again. Client-streaming and bidi streams are not hedged:
 // the interceptor keeps no copy of what the caller streams, so they make
-// one attempt.
+// one attempt, and one that cannot open is not opened again.
 func WithPolicies(live *retryconfig.Live) Option {
 	return Option{func(c *config) { c.policies = live }}
 }
@@ -78,6 +79,15 @@ func (cfg *config) policyAndHedging(method string) (retry.Policy, retryconfig.He
 		}
 	}
 	p := conf.Policy(name)
+	h, hedged := conf.Hedging(name)
+	if hedged {
+		// A hedged policy's own maxAttempts is not for retries (A6 gives
+		// a method a retryPolicy or a hedgingPolicy): a call that cannot
+		// be hedged (a client or bidi stream, a reply that is no protobuf
+		// message) makes one attempt. The hedged race counts its copies
+		// by the hedging's MaxAttempts.
+		p.MaxAttempts = 1
+	}
 	cs := conf.GRPCCodes(name)
 	switch {
 	case p.Classifier != nil:
@@ -95,7 +105,6 @@ func (cfg *config) policyAndHedging(method string) (retry.Policy, retryconfig.He
 		}
 		p.Classifier = m.classify
 	}
-	h, hedged := conf.Hedging(name)
 	return p, h, hedged
 }
 
