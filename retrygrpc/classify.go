@@ -26,6 +26,7 @@ type call struct {
 	onDone     func(context.Context, retry.Trace, error) // the Policy's own OnDone, when WithOnDone has hooks
 	idempotent bool                                      // beside the bools below, which share its word
 
+	budget    *guard.Budget   // the Policy's, which a pushback that says stop charges
 	committed bool            // a stream's latest attempt failed after a response header
 	answered  bool            // a unary call's latest attempt failed after a response header
 	decision  retry.Decision  // what the latest failed attempt was judged
@@ -36,7 +37,7 @@ type call struct {
 // init fills c for a call and puts decide, which calls c.decide, in p as
 // its Classifier, in place of p's own, which c.decide consults first.
 func (c *call) init(cfg *config, ctx context.Context, method string, cc *grpc.ClientConn, co callOptions, p *retry.Policy, decide retry.Classifier) {
-	c.cfg, c.ctx, c.method, c.cc, c.clk = cfg, ctx, method, cc, p.Clock
+	c.cfg, c.ctx, c.method, c.cc, c.clk, c.budget = cfg, ctx, method, cc, p.Clock, p.Budget
 	c.idempotent = cfg.idempotentMethod(method, co)
 	c.classify = p.Classifier
 	p.Classifier = decide
@@ -48,6 +49,14 @@ func (c *call) init(cfg *config, ctx context.Context, method string, cc *grpc.Cl
 // retries by itself get one attempt; the server's pushback and RetryInfo set
 // the least wait, or stop the retries.
 func (c *call) decide(ctx context.Context, a retry.Attempt) retry.Decision {
+	if _, ok := pushback(c.trailer); !ok && c.budget != nil && !c.committed && !c.answered {
+		// A pushback that says stop counts as a failure for the
+		// retryThrottling token bucket whatever the code and the method's
+		// policy, as grpc-go counts it (gRFC A6's throttling sees the
+		// server asking not to retry as a failed attempt). Do takes no
+		// token for it: the gate refuses the retry.
+		c.budget.Failed()
+	}
 	d := c.judge(ctx, a)
 	if d.Retry {
 		d = c.gate(d, a.Err)
