@@ -19,14 +19,15 @@ const (
 	// limit×g + h, smoothed, where g = Tolerance × minimum / recent,
 	// clamped to [0.5, 1], and h is √limit while g is 1 and at most 4
 	// (Gradient2's queue size) once it is not. The recent latency is the
-	// average of the last 25; the minimum, the smallest such average since
-	// the last probe: after 20 windows in which the limit was in use, and
-	// at most once every 5 s, the limit halves for one window, so that
-	// what queued inside the server drains and its unqueued latency is
-	// measured again (as Envoy measures its minRTT). So the limit grows by
-	// √limit while latency stays within Tolerance of its minimum and the
-	// limit is in use, and settles at about Tolerance × the capacity + 4
-	// when work queues inside the server.
+	// mean of the last two windows of 25; the minimum is measured by a
+	// probe: after 20 windows in which the limit was in use, and at most
+	// once every 10 s, the limit halves, so that what queued inside the
+	// server drains, for as many windows (one to four) as its average needs
+	// to be known within 5%; that average is the minimum until the next
+	// probe (as Envoy measures its minRTT). So the limit grows by √limit
+	// while latency stays within Tolerance of its minimum and the limit is
+	// in use, and settles at about Tolerance × the capacity + 4 when work
+	// queues inside the server.
 	Gradient Algorithm = iota
 	// AIMD adds one to the limit every 25 requests while their average
 	// latency stays under twice the minimum (measured as Gradient does) and

@@ -180,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		writeShedTables(stdout, res)
 		err = writeFiles(stderr, dir,
-			file{"shed.csv, shed_outage.csv, shed_priority.csv, shed_series.csv", func() error { return writeShedCSVs(dir, res) }},
+			file{"shed.csv, shed_outage.csv, shed_priority.csv, shed_variable.csv, shed_series.csv", func() error { return writeShedCSVs(dir, res) }},
 			file{"shed_overload.png, .svg, shed_outage.png, .svg", func() error { return writeShedCharts(dir, res) }},
 		)
 		if err != nil {

@@ -68,6 +68,15 @@ func TestShedTargets(t *testing.T) {
 	}
 	assert.False(t, res.Outage[0].Recovered, "an unbounded queue is still serving the outage's abandoned attempts")
 
+	for _, r := range res.Variable {
+		if r.Control.is(ours) && r.Spread == 1 {
+			// A baseline that fell to the smallest window between probes
+			// 10 s apart collapsed the limit under work this varied: 0.34
+			// C at full scale.
+			assert.GreaterOrEqual(t, r.Goodput, 0.85, "goodput with lognormal work of σ 1, × C")
+		}
+	}
+
 	for _, r := range res.Priority {
 		if r.Control.is(ours) {
 			assert.GreaterOrEqual(t, r.Critical, 0.99, "Critical goodput, share of Critical demand up to C")
@@ -113,7 +122,7 @@ func TestRunShedRepeats(t *testing.T) {
 		err := run([]string{"-scenario", "shed", "-out", dir, "-shed-clients", "100", "-shed-capacity", "3",
 			"-shed-length", "6s", "-shed-outage", "5s"}, &stdout, &stderr)
 		require.NoError(t, err, "stderr: %s", stderr.String())
-		for _, name := range []string{"shed.csv", "shed_outage.csv", "shed_priority.csv", "shed_series.csv"} {
+		for _, name := range []string{"shed.csv", "shed_outage.csv", "shed_priority.csv", "shed_variable.csv", "shed_series.csv"} {
 			b, err := os.ReadFile(filepath.Join(dir, name))
 			require.NoError(t, err)
 			stdout.Write(b)

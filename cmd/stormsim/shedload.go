@@ -28,7 +28,10 @@ type shedLoad struct {
 	// SheddableShare is the share of the clients whose calls are
 	// shed.Sheddable; the others' are shed.Critical.
 	SheddableShare float64
-	Seed           uint64
+	// Spread, if not 0, makes each request's work a lognormal draw of
+	// mean Service and this σ, not Service exactly.
+	Spread float64
+	Seed   uint64
 }
 
 // rate is C in requests per second: Capacity requests every Service.
@@ -98,7 +101,7 @@ func runShed(l shedLoad, c shedControl) (*shedRecorder, error) {
 	s := newVsim()
 	rng := rand.New(rand.NewPCG(l.Seed, uint64('S')<<56))
 	rec := newShedRecorder(l)
-	v := &shedServer{s: s, l: l, rng: rand.New(rand.NewPCG(l.Seed, uint64('R')<<56)), rec: rec,
+	v := &shedServer{s: s, l: l, rng: rand.New(rand.NewPCG(l.Seed, uint64('R')<<56)), rec: rec, draws: rand.New(rand.NewPCG(l.Seed, uint64('W')<<56)),
 		maxWait: c.MaxRetryAfter, critical: func(level int) bool { return level >= criticalLevel }}
 	if v.maxWait == 0 {
 		v.maxWait = shed.DefaultMaxRetryAfter

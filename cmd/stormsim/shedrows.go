@@ -221,6 +221,9 @@ type shedResults struct {
 	Overload    []shedRow
 	Outage      []outageShedRow
 	Priority    []priorityRow
+	// Variable is the overload at 3C with each request's work a lognormal
+	// draw of mean 10 ms, for the spreads in variableSpreads.
+	Variable []variableRow
 	// Samples are the runs of the adaptive Limiter with our clients,
 	// for the charts: overload, outage, priority.
 	Samples [3]*shedRecorder
@@ -281,5 +284,41 @@ func simulateShed(c shedConfig) (shedResults, error) {
 			res.Samples[2] = r
 		}
 	}
+	for _, sigma := range variableSpreads {
+		u := c.base(0.5)
+		u.Spread = sigma
+		un, err := runShed(u, shedControl{Name: "unloaded", Honour: true})
+		if err != nil {
+			return res, err
+		}
+		for _, ctl := range variableControls(c.Capacity) {
+			l := c.base(3)
+			l.Spread = sigma
+			r, err := runShed(l, ctl)
+			if err != nil {
+				return res, fmt.Errorf("variable latency σ %v, %s: %w", sigma, ctl.Name, err)
+			}
+			res.Variable = append(res.Variable, variableRow{Spread: sigma, UnloadedP99: un.p99(), shedRow: summarize(l, ctl, r)})
+		}
+	}
 	return res, nil
+}
+
+// variableSpreads are the σ of the lognormal work of the variable-latency
+// rows: 0.5 (a p99 about 2.7 times the mean) and 1 (about 6 times).
+var variableSpreads = []float64{0.5, 1}
+
+// variableRow is one control in the overload with variable work.
+type variableRow struct {
+	Spread      float64
+	UnloadedP99 time.Duration
+	shedRow
+}
+
+// variableControls are the rows with variable work: a fixed limit, the
+// adaptive Limiter and Gradient2's constants, with clients that honour
+// Retry-After.
+func variableControls(capacity int) []shedControl {
+	c := shedControls(capacity)
+	return []shedControl{c[2], c[4], comparedLimiters()[0]}
 }

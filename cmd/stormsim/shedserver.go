@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -56,6 +57,7 @@ type shedServer struct {
 	head     int
 	rec      *shedRecorder
 	critical func(level int) bool
+	draws    *rand.Rand // the service times' draws, with Spread
 }
 
 // arrive takes an attempt at the current instant.
@@ -105,7 +107,7 @@ func (v *shedServer) admit(r *request) {
 func (v *shedServer) work(r *request) {
 	v.busy++
 	now := v.s.Elapsed()
-	end := now + v.l.Service
+	end := now + v.service()
 	if h0, h1 := v.l.HangFrom, v.l.HangFrom+v.l.Hang; v.l.Hang > 0 && end > h0 && now < h1 {
 		end += h1 - max(now, h0)
 	}
@@ -126,6 +128,16 @@ func (v *shedServer) work(r *request) {
 		v.rec.served(v.s.Elapsed(), v.s.Elapsed()-r.arrived, r.start.Sub(v.s.epoch)-r.arrived, r.x.got == answerPending, v.critical(r.level))
 		v.answer(r.x, answerOK, 0)
 	})
+}
+
+// service is one request's work: Service, or with Spread a lognormal draw
+// of mean Service.
+func (v *shedServer) service() time.Duration {
+	if v.l.Spread == 0 {
+		return v.l.Service
+	}
+	s := v.l.Spread
+	return time.Duration(float64(v.l.Service) * math.Exp(s*v.draws.NormFloat64()-s*s/2))
 }
 
 // shed answers r with a 503 and the engine's jittered Retry-After.

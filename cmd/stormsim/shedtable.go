@@ -56,6 +56,13 @@ func writeShedTables(w io.Writer, res shedResults) {
 	for _, r := range res.Priority {
 		fmt.Fprintf(w, "| %s | %.3f | %.3f |\n", r.Control.Name, r.Critical, r.Sheddable)
 	}
+	fmt.Fprintln(w, "\nVariable latency: offered 3C, each request's work a lognormal draw of mean 10 ms; clients honour Retry-After. The unloaded p99 is at C/2 with the same draws.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| work's σ | server | goodput (× C) | shed per success | admitted p99 | unloaded p99 |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|")
+	for _, r := range res.Variable {
+		fmt.Fprintf(w, "| %.1f | %s | %.3f | %.2f | %s | %s |\n", r.Spread, r.Control.Name, r.Goodput, r.ShedPerSuccess, msec(r.P99), msec(r.UnloadedP99))
+	}
 	fmt.Fprintln(w, "\nTargets of the adaptive Limiter with clients that honour Retry-After:")
 	fmt.Fprintln(w)
 	for _, t := range shedTargets(res) {
@@ -141,6 +148,13 @@ func writeShedCSVs(dir string, res shedResults) error {
 		recs = append(recs, []string{r.Control.Name, ftoa(r.Critical), ftoa(r.Sheddable)})
 	}
 	if err := writeCSV(filepath.Join(dir, "shed_priority.csv"), recs); err != nil {
+		return err
+	}
+	recs = [][]string{{"work_sigma", "server", "goodput_per_c", "shed_per_success", "admitted_p99_ms", "unloaded_p99_ms"}}
+	for _, r := range res.Variable {
+		recs = append(recs, []string{ftoa(r.Spread), r.Control.Name, ftoa(r.Goodput), ftoa(r.ShedPerSuccess), ms(r.P99), ms(r.UnloadedP99)})
+	}
+	if err := writeCSV(filepath.Join(dir, "shed_variable.csv"), recs); err != nil {
 		return err
 	}
 	recs = [][]string{{"run", "second", "arrivals", "served", "goodput", "shed", "abandoned", "calls", "calls_succeeded", "limit", "queued"}}

@@ -38,6 +38,15 @@ const (
 	// pass in a quarter of a second (Envoy's filter probes once a minute).
 	Baseline   = 20
 	ProbeEvery = 10 * time.Second
+	// A probe averages whole windows until its mean is known within
+	// ProbeError (its standard error, as a share of it), at most
+	// ProbeWindows of them: the baseline is that one measurement until the
+	// next probe, so it must not be one noisy window. A service whose
+	// latency hardly varies probes for one window; one whose latencies
+	// vary as a lognormal of σ = 1 (a standard deviation 1.3 times the
+	// mean), for four.
+	ProbeWindows = 4
+	ProbeError   = 0.05
 	// Headroom caps what the Gradient limit adds once work queues inside
 	// the service (Gradient2's queueSize, 4): growing by √limit while
 	// nothing queues finds the capacity fast, but at the balance, where
@@ -56,30 +65,37 @@ const (
 // so a minimum over recent windows drifts up to the queued latency and the
 // limit grows without end (Gradient2's long-term average drifts the same
 // way). So the baseline is measured, as Envoy's adaptive concurrency
-// filter measures its minRTT: once every Baseline busy windows the limit
-// halves for one window of requests admitted once the count in flight has
-// fallen under it, so that what queued inside the service has drained;
-// that window's average is the new
-// baseline, and until the next probe the baseline only falls, to the
-// smallest window since. Then the limit is restored. A probe costs
-// about one window at half the limit; it also lets the baseline rise when
-// the service itself has become slower.
+// filter measures its minRTT: after Baseline busy windows, and at most
+// once every ProbeEvery, the limit halves for ProbeWindows windows of
+// requests admitted once the count in flight has fallen under it, so that
+// what queued inside the service has drained; their average is the
+// baseline until the next probe. Then the limit is restored. Before the
+// first probe the baseline is the smallest window yet. Between probes it
+// does not fall to a smaller window: with latencies that vary (a
+// lognormal of σ = 1), the smallest of the hundreds of windows in
+// ProbeEvery lies far below their mean, every window looks queued against
+// it, and the limit collapsed to a third of the capacity. A probe costs
+// about four windows at half the limit; it also lets the baseline rise
+// when the service itself has become slower, and fall when it got faster.
 type algo struct {
 	kind                 Algorithm
 	limit, lo, hi        float64
 	tolerance, smoothing float64
 
 	sum              float64 // this window's latencies
+	sq               float64 // and their squares
 	n                int     // and their number
 	busy, overloaded bool    // this window saw the limit in use / an overload
 	recent           float64 // the last window's average
-	baseline         float64 // the smallest window average since the last probe
+	baseline         float64 // the last probe's average (before one, the smallest window)
 
 	busyWindows int       // since the last probe
 	probeFrom   time.Time // when a probe's limit was reached; only requests admitted since count
 	probing     bool
 	restore     float64   // the limit before the probe
 	lastProbe   time.Time // when the last probe began
+	fromProbe   bool      // the baseline is a probe's
+	smooth      float64   // the mean of the last window and the smooth before it: Gradient's recent latency
 }
 
 func newAlgo(c Config) algo {
@@ -117,19 +133,29 @@ func (a *algo) sample(start, now time.Time, inflight int, overloaded bool) {
 			return
 		}
 	}
-	a.sum += max(float64(now.Sub(start)), 1)
+	x := max(float64(now.Sub(start)), 1)
+	a.sum += x
+	a.sq += x * x
 	a.n++
 	a.busy = a.busy || float64(inflight) >= a.limit/2
 	a.overloaded = a.overloaded || overloaded
-	if a.n < Window {
+	if a.n%Window != 0 || a.probing && !a.measured() {
 		return
 	}
 	a.recent = a.sum / float64(a.n)
+	if !a.probing {
+		if a.smooth == 0 {
+			a.smooth = a.recent
+		} else {
+			a.smooth = (a.smooth + a.recent) / 2
+		}
+	}
 	busy, over := a.busy, a.overloaded
-	a.sum, a.n, a.busy, a.overloaded = 0, 0, false, false
+	a.sum, a.sq, a.n, a.busy, a.overloaded = 0, 0, 0, false, false
 	if a.probing {
 		a.probing, a.baseline, a.limit = false, a.recent, a.restore
-	} else if a.baseline == 0 || a.recent < a.baseline {
+		a.fromProbe = true
+	} else if a.baseline == 0 || a.recent < a.baseline && !a.fromProbe {
 		a.baseline = a.recent
 	}
 	a.move(busy, over)
@@ -140,6 +166,18 @@ func (a *algo) sample(start, now time.Time, inflight int, overloaded bool) {
 			a.set(a.limit / 2)
 		}
 	}
+}
+
+// measured reports whether a probe has averaged enough windows: ProbeWindows,
+// or fewer once the standard error of their mean is within ProbeError of it.
+func (a *algo) measured() bool {
+	if a.n >= ProbeWindows*Window {
+		return true
+	}
+	n := float64(a.n)
+	mean := a.sum / n
+	variance := max(0, a.sq/n-mean*mean)
+	return variance/n <= ProbeError*ProbeError*mean*mean
 }
 
 // move moves the limit at the end of a window. The limit grows only when
@@ -162,7 +200,7 @@ func (a *algo) move(busy, overloaded bool) {
 			a.set(a.limit + 1)
 		}
 	default: // Gradient
-		g := max(0.5, min(1, a.tolerance*base/a.recent))
+		g := max(0.5, min(1, a.tolerance*base/a.smooth))
 		if g >= 1 && !busy {
 			return
 		}
