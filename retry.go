@@ -137,6 +137,20 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		return ctxStop(ctx, nil, 0)
 	}
 
+	// A Throttle and a Breaker answer the first attempt without its ctx:
+	// they are asked before the ctx is marked, so that a refusal (an open
+	// breaker refuses every call) costs no mark nobody gets, and no error
+	// of its own (refusedError). A Limiter may wait for a slot on op's
+	// ctx, its MaxElapsed deadline included: asked in the loop.
+	admitted := false
+	if g != nil && p.Limiter == nil {
+		if r := g.Admit(1); r != guard.NotRefused {
+			t.stop = refusalStop(r)
+			return refusedError(t.stop, 0, nil)
+		}
+		admitted = true
+	}
+
 	maxAttempts, budget, deferred := p.maxAttempts(), p.Budget, false
 	opCtx := ctx
 	var marked *atomic.Bool // the mark on opCtx, dead once the loop returns
@@ -182,7 +196,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	pr := Progress{Deadline: deadline, Guard: g}
 	var wait time.Duration
 	for n := 1; ; n++ {
-		if g != nil {
+		if g != nil && !admitted {
 			// A full Limiter queues the attempt, while op's ctx lives.
 			if r := g.AdmitContext(opCtx, n); r != guard.NotRefused {
 				if ctx.Err() != nil { // it ended while the attempt waited for a slot
@@ -190,10 +204,11 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 					break
 				}
 				stop := refusalStop(r)
-				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
+				t.stop, err = stop, refusedError(stop, n-1, err)
 				break
 			}
 		}
+		admitted = false
 		if n == 1 && budget != nil {
 			budget.Started() // sent: a ratio budget counts it
 		}
