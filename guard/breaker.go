@@ -251,7 +251,7 @@ func (b *Breaker) admit() (ticket, bool) {
 		return ticket{state: s}, true
 	}
 	if BreakerState(s&3) == BreakerOpen {
-		if coarse.Nanos(b.now()) < b.openUntil.Load() {
+		if b.nowNs() < b.openUntil.Load() { // no time.Time built: a refusal is the hot path of an open breaker
 			return ticket{}, false
 		}
 		s = b.halfOpen(s)
