@@ -266,8 +266,9 @@ func handGuarded(ctx context.Context, op func(context.Context) error, g ourGuard
 // a retryhttp.Transport costs before it can say no, against a RoundTripper
 // written by hand that asks the same breaker through guard.Call and
 // refuses with one error made once. Base is never reached: a row that
-// reached it fails. The own row has the breaker on the Transport's Policy;
-// keyed has it in Guards.Breakers, found by the request's origin.
+// reached it fails. The stormguard row has the breaker on the Transport's
+// Policy; stormguard-keyed has it in Guards.Breakers, found by the
+// request's origin, against handcheck-keyed, which finds its own by host.
 func BenchmarkGuardedHTTPRefused(b *testing.B) {
 	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/x", nil)
 	if err != nil {
@@ -290,6 +291,18 @@ func BenchmarkGuardedHTTPRefused(b *testing.B) {
 	b.Run("handcheck", func(b *testing.B) {
 		br := openedBreaker(b)
 		check(b, &handBreakerTransport{base: base, br: br}, errHandRefused)
+	})
+	b.Run("handcheck-keyed", func(b *testing.B) {
+		// The same, with a breaker per host, found by req.URL.Host: the
+		// cheapest key a hand-written check could take.
+		brs, err := guard.NewBreakers(guard.BreakerOptions{}, 16)
+		if err != nil {
+			b.Fatal(err)
+		}
+		openBreaker(b, brs.Get("127.0.0.1:1"))
+		check(b, roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return (&handBreakerTransport{base: base, br: brs.Get(req.URL.Host)}).RoundTrip(req)
+		}), errHandRefused)
 	})
 	b.Run("stormguard", func(b *testing.B) {
 		br := openedBreaker(b)
