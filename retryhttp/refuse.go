@@ -38,20 +38,37 @@ func refusedError(se *retry.StopError) error {
 
 // refuseFast returns the error of req if its Breaker refuses it outright
 // and RoundTrip's usual path would do nothing more than return that error
-// and close the body; ok false sends req down the usual path.
-func (t *Transport) refuseFast(req *http.Request, opts options) (err error, ok bool) {
+// and close the body; ok false sends req down the usual path. It reads the
+// Policy in place: a copy of one costs more than the rest of a refusal.
+func (t *Transport) refuseFast(req *http.Request, opts *options) (err error, ok bool) {
 	if t.OnDone != nil || t.Logger != nil || t.Stale != nil || t.Hedger != nil || t.Refresh != nil ||
 		t.AutoIdempotencyKey || opts.trace != nil || opts.policy == nil && t.Policies != nil {
 		return nil, false
 	}
-	p := t.Policy
+	p := &t.Policy
 	if opts.policy != nil {
-		p = *opts.policy
+		p = opts.policy
 	}
-	if g := &t.Guards; g.Budgets != nil || g.Breakers != nil || g.Throttles != nil || g.Limiters != nil {
-		p = p.WithGuards(g, t.originOf(req.URL)) // as call.policy does: the same lookups
+	g := &t.Guards
+	if p.Limiter != nil || g.Limiters != nil || p.OnDone != nil {
+		return nil, false
 	}
-	if p.Breaker == nil || p.Limiter != nil || p.OnDone != nil || !p.Breaker.Refuses() {
+	br := p.Breaker
+	if g.Budgets != nil || g.Breakers != nil || g.Throttles != nil {
+		// The lookups of Policy.WithGuards, which call.policy makes: the
+		// same keys are made, refused or not.
+		o := t.originOf(req.URL)
+		if p.Budget == nil && g.Budgets != nil {
+			g.Budgets.Get(o)
+		}
+		if br == nil && g.Breakers != nil {
+			br = g.Breakers.Get(o)
+		}
+		if p.Throttle == nil && g.Throttles != nil {
+			g.Throttles.Get(o)
+		}
+	}
+	if br == nil || !br.Refuses() {
 		return nil, false
 	}
 	ctx := req.Context()

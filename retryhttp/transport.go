@@ -220,7 +220,7 @@ func NewClient(p retry.Policy) *http.Client {
 // connection or goroutine is left behind.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	opts := optionsOf(req.Context())
-	if err, ok := t.refuseFast(req, opts); ok {
+	if err, ok := t.refuseFast(req, &opts); ok {
 		return nil, err
 	}
 	req = withPriority(req, opts)
