@@ -141,6 +141,10 @@ func (s StopReason) GaveUp() bool {
 // retry comes back as it is.) errors.Is matches it against the sentinel of
 // its Stop ([ErrExhausted], [ErrDeadline], [ErrBudgetExhausted], ctx.Err()),
 // against [ErrGaveUp] when Do gave up, and against the last attempt's error.
+//
+// The StopError of a call refused before its first attempt (StopThrottled,
+// StopBreakerOpen, StopLimited with Attempts 0) is shared by every such
+// call, so that a refusal allocates nothing: read it, do not modify it.
 type StopError struct {
 	Stop     StopReason
 	Attempts int           // how many times op was called
@@ -149,6 +153,25 @@ type StopError struct {
 
 	ctxErr error // for StopContextDone: ctx.Err(); for StopDeadline by the ctx's deadline: context.DeadlineExceeded
 	cause  error // context.Cause, when it says more than ctx.Err()
+}
+
+// refusedFirst holds the errors of a call refused before its first
+// attempt, one per refusal: all such errors are alike (no attempt, no
+// last error), so that a refusal, the common answer of an open breaker
+// and the one that must cost least, allocates nothing.
+var refusedFirst = [...]StopError{
+	StopThrottled:   {Stop: StopThrottled},
+	StopBreakerOpen: {Stop: StopBreakerOpen},
+	StopLimited:     {Stop: StopLimited},
+}
+
+// refusedError is the error of a call that a guard refused (stop) after
+// n attempts, the last of which failed with last.
+func refusedError(stop StopReason, n int, last error) *StopError {
+	if n == 0 && last == nil && int(stop) < len(refusedFirst) && refusedFirst[stop].Stop == stop {
+		return &refusedFirst[stop]
+	}
+	return &StopError{Stop: stop, Attempts: n, Err: last}
 }
 
 // Error reads "retry: gave up after 4 attempts: <last error>". A deferred
@@ -216,31 +239,41 @@ func appendAttempts(b []byte, n int) []byte {
 	return append(b, " attempts"...)
 }
 
-// Is reports whether target is [ErrGaveUp] and e gave up.
+// Is reports whether target is [ErrGaveUp] and e gave up, or the sentinel
+// of e's Stop: the tests callers make most, answered without the slice
+// that Unwrap builds.
 func (e *StopError) Is(target error) bool {
-	return target == ErrGaveUp && e.Stop.GaveUp()
+	if target == ErrGaveUp {
+		return e.Stop.GaveUp()
+	}
+	return target != nil && target == e.sentinel()
+}
+
+// sentinel is the error of e's Stop ([ErrExhausted], …), or nil for a
+// Stop that has none.
+func (e *StopError) sentinel() error {
+	switch e.Stop {
+	case StopExhausted:
+		return ErrExhausted
+	case StopDeadline:
+		return ErrDeadline
+	case StopBudget:
+		return ErrBudgetExhausted
+	case StopThrottled:
+		return ErrThrottled
+	case StopBreakerOpen:
+		return ErrBreakerOpen
+	case StopLimited:
+		return ErrLimited
+	}
+	return nil
 }
 
 // Unwrap gives errors.Is and errors.As the stop reason's sentinel, the
 // ctx's error and cause, and the last attempt's error.
 func (e *StopError) Unwrap() []error {
-	var why error
-	switch e.Stop {
-	case StopExhausted:
-		why = ErrExhausted
-	case StopDeadline:
-		why = ErrDeadline
-	case StopBudget:
-		why = ErrBudgetExhausted
-	case StopThrottled:
-		why = ErrThrottled
-	case StopBreakerOpen:
-		why = ErrBreakerOpen
-	case StopLimited:
-		why = ErrLimited
-	}
 	errs := make([]error, 0, 4)
-	for _, err := range [...]error{why, e.ctxErr, e.cause, e.Err} {
+	for _, err := range [...]error{e.sentinel(), e.ctxErr, e.cause, e.Err} {
 		if err != nil {
 			errs = append(errs, err)
 		}

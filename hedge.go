@@ -184,7 +184,7 @@ func (r *hedgeRun[T]) run(ctx context.Context) (v T, err error) {
 				return v, ctxStop(ctx, nil, 0)
 			}
 			t.stop = refusalStop(r)
-			return v, &StopError{Stop: t.stop}
+			return v, refusedError(t.stop, 0, nil)
 		}
 	}
 	if b := p.Budget; b != nil {

@@ -74,7 +74,7 @@ func (p Policy) Admit(pr *Progress, last error) Verdict {
 	if pr.Guard != nil {
 		if r := pr.Guard.Admit(pr.Attempts + 1); r != guard.NotRefused {
 			stop := refusalStop(r)
-			return Verdict{Stop: stop, Err: &StopError{Stop: stop, Attempts: pr.Attempts, Err: last}}
+			return Verdict{Stop: stop, Err: refusedError(stop, pr.Attempts, last)}
 		}
 	}
 	if pr.Attempts == 0 && p.Budget != nil {

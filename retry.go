@@ -113,28 +113,11 @@ func callOnDone(ctx context.Context, onDone func(context.Context, Trace, error),
 // run is the one retry loop behind Do and DoValue. p is the caller's copy;
 // g is nil when it has neither a Throttle nor a Breaker.
 func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Trace, g *guard.Call) (err error) {
-	switch {
-	case op == nil:
-		t.stop = StopInvalid
-		return errNilOp
-	case ctx == nil:
-		t.stop = StopInvalid
-		return errNilContext
-	}
-	// The defaults are filled in at the first failure: a call that succeeds
-	// at once never reads them, and most Policies need only plainValid's
-	// few tests to be known valid.
-	resolved := false
-	if !p.plainValid() {
-		if err := p.resolve(); err != nil {
-			t.stop = StopInvalid
-			return err
-		}
-		resolved = true
-	}
-	if ctx.Err() != nil {
-		t.stop = StopContextDone
-		return ctxStop(ctx, nil, 0)
+	// One return for every way to stop before the loop: its defers stay
+	// open-coded only while returns × defers ≤ 15.
+	resolved, admitted, err := p.begin(ctx, op, t, g)
+	if err != nil {
+		return err
 	}
 
 	maxAttempts, budget, deferred := p.maxAttempts(), p.Budget, false
@@ -182,7 +165,7 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 	pr := Progress{Deadline: deadline, Guard: g}
 	var wait time.Duration
 	for n := 1; ; n++ {
-		if g != nil {
+		if g != nil && !admitted {
 			// A full Limiter queues the attempt, while op's ctx lives.
 			if r := g.AdmitContext(opCtx, n); r != guard.NotRefused {
 				if ctx.Err() != nil { // it ended while the attempt waited for a slot
@@ -190,10 +173,11 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 					break
 				}
 				stop := refusalStop(r)
-				t.stop, err = stop, &StopError{Stop: stop, Attempts: n - 1, Err: err}
+				t.stop, err = stop, refusedError(stop, n-1, err)
 				break
 			}
 		}
+		admitted = false
 		if n == 1 && budget != nil {
 			budget.Started() // sent: a ratio budget counts it
 		}
@@ -247,6 +231,48 @@ func (p *Policy) run(ctx context.Context, op func(context.Context) error, t *Tra
 		}
 	}
 	return err
+}
+
+// begin is what run does before its loop: it checks the call, fills in
+// the defaults when plainValid cannot vouch for p (resolved), and asks g
+// about the first attempt when no Limiter may make it wait (admitted). A
+// non-nil error stops the call, t.stop set, before any attempt.
+func (p *Policy) begin(ctx context.Context, op func(context.Context) error, t *Trace, g *guard.Call) (resolved, admitted bool, err error) {
+	switch {
+	case op == nil:
+		t.stop = StopInvalid
+		return false, false, errNilOp
+	case ctx == nil:
+		t.stop = StopInvalid
+		return false, false, errNilContext
+	}
+	// The defaults are filled in at the first failure: a call that succeeds
+	// at once never reads them, and most Policies need only plainValid's
+	// few tests to be known valid.
+	if !p.plainValid() {
+		if err := p.resolve(); err != nil {
+			t.stop = StopInvalid
+			return false, false, err
+		}
+		resolved = true
+	}
+	if ctx.Err() != nil {
+		t.stop = StopContextDone
+		return resolved, false, ctxStop(ctx, nil, 0)
+	}
+	// A Throttle and a Breaker answer the first attempt without its ctx:
+	// they are asked before run marks the ctx, so that a refusal (an open
+	// breaker refuses every call) costs no mark nobody gets, and no error
+	// of its own (refusedError). A Limiter may wait for a slot on op's
+	// ctx, its MaxElapsed deadline included: run asks it in the loop.
+	if g != nil && p.Limiter == nil {
+		if r := g.Admit(1); r != guard.NotRefused {
+			t.stop = refusalStop(r)
+			return resolved, false, refusedError(t.stop, 0, nil)
+		}
+		admitted = true
+	}
+	return resolved, admitted, nil
 }
 
 // call runs one attempt under AttemptTimeout, if any, and releases the

@@ -48,6 +48,9 @@ B=(go test -run='^$' -benchmem -count="$COUNT")
 step core "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(FirstSuccess|ThreeFailures|RetryGrowth|HTTPGet|HTTPPut|HTTPFirstSuccess)$' .
 step parallel "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -cpu=1,2 -bench='^Benchmark(FirstSuccessParallel|BudgetParallel|BudgetHealthyParallel)$' .
 step cancel "$BENCH" go test -run='^TestCancelLatency$' -count=1 -v .
+# The guarded call (Budget + Breaker + Throttle) against the hand floor and
+# failsafe-go, and retryhttp's refusal against a hand-written check.
+step guarded "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^BenchmarkGuarded(HTTPRefused)?$' .
 # Hedging (a fixed workload per run), idempotency, gRPC.
 step hedge "$BENCH" "${B[@]}" -benchtime=1x -bench='^BenchmarkHedgeTail$' .
 step idempotency "$BENCH" "${B[@]}" -benchtime=500ms -bench='^BenchmarkIdempotency(Handler|Parallel)?$' .
@@ -161,6 +164,29 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 		if ((("ops/s", "Claim3Workers") in v)) printf "%-44s %.0f ops/s\n", "pgjournal, 3 workers claiming:", v["ops/s", "Claim3Workers"]
 		if (http99 != "") printf "%-44s stormguard-http p99 %s, handloop p99 %s (target <= 2x)\n", "HTTP cancel -> return:", http99, hand99
 	}' "$OUT/medians.csv" | tee -a "$OUT/summary.txt"
+
+echo
+echo "==================== guarded call (medians) ===================="
+benchstat "$OUT/guarded.txt" 2>&1 | tee -a "$OUT/summary.txt"
+benchstat -format csv "$OUT/guarded.txt" 2>/dev/null | awk -F, '
+	/^,[^,]+,CI$/ { unit = $2; next }
+	unit != "" && $1 ~ /^[A-Z]/ && $1 !~ /: / { name = $1; sub(/-[0-9]+$/, "", name); v[unit, name] = $2 }
+	function verdict(ok) { return ok ? "met" : "MISSED" }
+	function ratio(label, a, b, target,   r) {
+		if (!(("sec/op", a) in v) || !(("sec/op", b) in v)) { printf "%-44s no data\n", label ":"; return }
+		r = v["sec/op", a] / v["sec/op", b]
+		printf "%-44s %.3g / %.3g ns = %.2fx (target <= %.2fx: %s)\n", label ":", v["sec/op", a] * 1e9, v["sec/op", b] * 1e9, r, target, verdict(r <= target)
+	}
+	END {
+		split("first-success three-failures goroutines=64 refused", rows, " ")
+		for (i = 1; i <= 4; i++)
+			ratio("guarded " rows[i] " vs hand floor", "Guarded/" rows[i] "/stormguard", "Guarded/" rows[i] "/handloop", 1.5)
+		a = v["allocs/op", "Guarded/refused/stormguard"]
+		printf "%-44s %g allocs/op (target 0: %s)\n", "guarded refused by an open breaker:", a, verdict(a == 0)
+		ratio("guarded first success vs failsafe-go", "Guarded/first-success/stormguard", "Guarded/first-success/failsafe", 0.45)
+		ratio("retryhttp refused vs hand-written check", "GuardedHTTPRefused/stormguard", "GuardedHTTPRefused/handcheck", 2)
+		ratio("retryhttp refused, Guards, vs keyed check", "GuardedHTTPRefused/stormguard-keyed", "GuardedHTTPRefused/handcheck-keyed", 2)
+	}' | tee -a "$OUT/summary.txt"
 
 echo "end:    $(date -u +%Y-%m-%dT%H:%M:%SZ)  load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" | tee -a "$OUT/env.txt"
 echo

@@ -194,6 +194,17 @@ func (b *Breaker) State() BreakerState {
 	return BreakerState(s & 3)
 }
 
+// Refuses reports whether the breaker refuses a call's first attempt now
+// without asking for a probe: it is open, and its OpenFor has not passed
+// on the time it counts calls at (on the real clock, read at most once per
+// tick). It takes nothing and changes nothing, so that an integration can
+// fail such a call at once, before it builds anything for it, with the
+// error retry.Do would return; false says only that the call must be
+// admitted as usual.
+func (b *Breaker) Refuses() bool {
+	return BreakerState(b.state.Load()&3) == BreakerOpen && b.nowNs() < b.openUntil.Load()
+}
+
 // HalfOpensAt returns when an open breaker lets probes through again, or
 // the zero time if it is not open: when a caller that waits comes back.
 func (b *Breaker) HalfOpensAt() time.Time {
@@ -251,7 +262,7 @@ func (b *Breaker) admit() (ticket, bool) {
 		return ticket{state: s}, true
 	}
 	if BreakerState(s&3) == BreakerOpen {
-		if coarse.Nanos(b.now()) < b.openUntil.Load() {
+		if b.nowNs() < b.openUntil.Load() { // no time.Time built: a refusal is the hot path of an open breaker
 			return ticket{}, false
 		}
 		s = b.halfOpen(s)

@@ -196,7 +196,7 @@ func (c *Call) admit(ctx context.Context, wait bool, n int) Refusal {
 			c.at = th.nowNs()
 		}
 		c.epoch = th.w.epochNs(c.at, th.bucketWidth())
-		if th.zeroIn.Load() != c.epoch+1 && !th.allowSlow(c.at, c.epoch) {
+		if !zeroKnown(th.zeroIn.Load(), c.epoch) && !th.allowSlow(c.at, c.epoch) {
 			if c.lim != nil {
 				c.give(OutcomeNone) // not sent: the slot says nothing of the load
 			}

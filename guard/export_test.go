@@ -12,3 +12,9 @@ func (t *Throttle) CountForTest(at time.Time, requests, accepts uint64) {
 const (
 	HoldMaxKeys = maxHoldKeys
 )
+
+// ZeroKnownForTest reports whether t knows its reject probability to be
+// zero at at, so that an attempt then skips the window's sum.
+func (t *Throttle) ZeroKnownForTest(at time.Time) bool {
+	return zeroKnown(t.zeroIn.Load(), t.w.epoch(at, t.bucketWidth()))
+}

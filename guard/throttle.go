@@ -70,7 +70,8 @@ type ThrottleOptions struct {
 // [ThrottleOptions] and the real clock. A Throttle is safe for concurrent
 // use and takes no lock: while its reject probability is zero, an attempt
 // costs two atomic loads and an atomic add (and otherwise a sum over 16
-// buckets more). On the real clock, a Throttle made by NewThrottle or a
+// buckets more), and a failed one an atomic add more, until failures
+// since the last sum could have raised the probability. On the real clock, a Throttle made by NewThrottle or a
 // [Throttles] counts attempts at a time read at most once per 10ms (less
 // for a short Window), so that an attempt costs no clock read of its own;
 // RejectProbability reads the clock.
@@ -85,18 +86,54 @@ type Throttle struct {
 
 	coarse *coarse.Clock // the real clock, read once per tick; nil in the zero Throttle
 
-	// zeroIn is 1 + the epoch (of a bucket of w) through which the reject
-	// probability is known to be zero, or 0: a healthy service's attempts
-	// then skip the sum over the window. Only an attempt not accepted can
-	// raise the probability within an epoch (an accepted one adds a
-	// request and an accept, and K ≥ 1), and each clears it; one that
-	// races a zero being noted may stay unseen until the next one does, or
-	// the epoch ends.
+	// zeroIn says through which epoch (of a bucket of w) the reject
+	// probability is known to be zero, and for how many more failed
+	// attempts: (1 + the epoch)<<zeroSlackBits | slack, or 0 for not
+	// known. A healthy service's attempts then skip the sum over the
+	// window. Once requests ≤ K·accepts, an accepted attempt cannot raise
+	// the probability (it adds a request and an accept, and K ≥ 1); a
+	// failed one adds a request, and slack is how many of those the window
+	// could take, when it was summed, with the probability still zero.
+	// Each failure takes one (failed); the one that finds none left
+	// clears zeroIn, so that a few failures among many successes keep
+	// every caller on the fast path. A failure that races a zero being
+	// noted makes the note fail (allowSlow's compare-and-swap), and the
+	// next attempt sums again.
 	zeroIn atomic.Int64
 
 	on  atomic.Bool              // shedding: the reject probability was above zero when last computed
 	key string                   // in its Throttles; "" alone
 	ws  atomic.Pointer[watchers] // told when shedding starts and stops; a Throttles' own, for its Throttles
+}
+
+// The layout of Throttle.zeroIn.
+const (
+	zeroSlackBits = 16
+	zeroSlackMask = 1<<zeroSlackBits - 1
+	zeroMaxEpoch  = 1 << 46 // of a note: beyond it, and its negative, the probability is never noted zero
+)
+
+// zeroKnown reports whether zeroIn, loaded, says that the reject
+// probability is zero through epoch e: Call.Admit's test, by hand.
+func zeroKnown(zeroIn, e int64) bool { return zeroIn>>zeroSlackBits == e+1 }
+
+// noteZero records, if zeroIn still holds before (what it held before the
+// window was summed), that the probability is zero through epoch e, with
+// slack more requests not accepted before it may not be.
+func (t *Throttle) noteZero(before, e int64, slack float64) {
+	if e+1 >= zeroMaxEpoch || e+1 <= -zeroMaxEpoch {
+		return
+	}
+	t.zeroIn.CompareAndSwap(before, (e+1)<<zeroSlackBits|int64(min(slack, zeroSlackMask)))
+}
+
+// failed takes one from the slack of zeroIn for a request not accepted,
+// and clears it when none was left: the subtraction then borrows from the
+// epoch, which leaves all ones in the slack's bits.
+func (t *Throttle) failed() {
+	if t.zeroIn.Add(-1)&zeroSlackMask == zeroSlackMask {
+		t.zeroIn.Store(0)
+	}
 }
 
 // note records whether the throttle sheds, by the probability p just
@@ -194,10 +231,11 @@ func (t *Throttle) params() (k, maxReject float64, minRequests uint64, width int
 func (t *Throttle) allowSlow(ns, e int64) bool {
 	k, maxReject, minRequests, width := t.params()
 	at := coarse.Time(ns)
+	before := t.zeroIn.Load()
 	requests, accepts := t.w.sum(at, width)
 	var p float64
-	if r := float64(requests); r <= k*float64(accepts) {
-		t.zeroIn.Store(e + 1)
+	if r, ka := float64(requests), k*float64(accepts); r <= ka {
+		t.noteZero(before, e, ka-r)
 	} else if requests >= minRequests {
 		p = min((r-k*float64(accepts))/(r+1), maxReject)
 	}
@@ -216,8 +254,8 @@ func (t *Throttle) answered(e int64, accepted bool) {
 	if accepted {
 		t.w.addIn(e, 1, 1)
 	} else {
-		t.zeroIn.Store(0)
-		t.w.addIn(e, 1, 0)
+		t.w.addIn(e, 1, 0) // counted before the slack is taken: see zeroIn
+		t.failed()
 	}
 }
 

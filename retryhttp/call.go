@@ -85,7 +85,7 @@ func (t *Transport) newCall(req *http.Request, opts options) *call {
 
 func (c *call) origin() string {
 	if c.originStr == "" {
-		c.originStr = origin(c.req.URL)
+		c.originStr = c.t.originOf(c.req.URL)
 	}
 	return c.originStr
 }

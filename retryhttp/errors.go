@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+
+	"github.com/stormguard/retry"
 )
 
 // StatusError is the error of an attempt answered with a status of 400 or
@@ -66,6 +68,11 @@ func (e *attemptTimeoutError) Unwrap() []error { return []error{errAttemptTimeou
 func timeoutAware(err error) error {
 	if err == nil {
 		return nil
+	}
+	if se, ok := err.(*retry.StopError); ok {
+		if e := refusedError(se); e != nil {
+			return e
+		}
 	}
 	return &roundTripError{err}
 }

@@ -171,6 +171,7 @@ type Transport struct {
 	paced   pacer       // origins whose quota paces their requests (QuotaSpread)
 	sampler logSampler  // the Logger's groups of similar lines
 	watched watched     // the breakers and throttles whose changes the Logger gets
+	origins originMemos // the origins of the latest hosts
 }
 
 // NewClient returns an [http.Client] whose Transport retries with p over
@@ -219,6 +220,9 @@ func NewClient(p retry.Policy) *http.Client {
 // connection or goroutine is left behind.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	opts := optionsOf(req.Context())
+	if err, ok := t.refuseFast(req, &opts); ok {
+		return nil, err
+	}
 	req = withPriority(req, opts)
 	c := t.newCall(req, opts)
 	returned := false
