@@ -221,7 +221,7 @@ func TestClaimWaitsForTheCommitOfASavedResult(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool {
 		return count(t, pool, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'`) == 1
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH live AS%'`) == 1
 	}, watchdog, time.Millisecond, "the retry's claim waits for the row")
 	close(resume)
 	committed := recv(t, first, "the first answer")

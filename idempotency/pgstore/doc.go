@@ -66,6 +66,11 @@
 //		expires_at  timestamptz NOT NULL
 //	);
 //	CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at ON idempotency_keys (expires_at);
+//	CREATE TABLE IF NOT EXISTS idempotency_keys_leases (
+//		key         text        PRIMARY KEY,
+//		token       text        NOT NULL,
+//		expires_at  timestamptz NOT NULL
+//	);
 //
 // A row is a claim while result is NULL, and a saved response after;
 // expires_at is the end of the claim's lease, or of the result's TTL. A
