@@ -112,6 +112,7 @@ const (
 type orderService struct {
 	pool  *pgxpool.Pool
 	store *pgstore.Store
+	iso   pgx.TxIsoLevel // of the handler's transaction; "" is the database's default
 
 	// at, if set, is called at each point; an error it returns fails the
 	// request there (rolled back, answered 503).
@@ -140,7 +141,7 @@ func (s *orderService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return s.at(ctx, point)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: s.iso})
 	if err != nil {
 		fail(err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,4 +172,65 @@ func TestRenewalAfterCommittedCompleteTxKeepsTheHandlersCtx(t *testing.T) {
 	got := recv(t, answer, "the answer")
 	assert.Equal(t, http.StatusCreated, got.status, got.body)
 	assert.Equal(t, 1, count(t, pool, "SELECT count(*) FROM orders"))
+}
+
+// Under REPEATABLE READ and SERIALIZABLE, CompleteTx sees the lease as the
+// transaction's snapshot does: a renewal committed after the snapshot is
+// not seen, and a lease that had run out as of the snapshot fails clearly,
+// naming the isolation level. Under READ COMMITTED it sees the renewal.
+func TestCompleteTxSeesTheLeaseAsItsSnapshotDoes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		iso   pgx.TxIsoLevel
+		saved bool
+	}{{pgx.ReadCommitted, true}, {pgx.RepeatableRead, false}, {pgx.Serializable, false}} {
+		t.Run(string(tc.iso), func(t *testing.T) {
+			t.Parallel()
+			pool, s, table := ordersDB(t)
+			ctx := context.Background()
+			at, paused, resume := pausing(atWritten)
+			svc := &orderService{pool: pool, store: s, iso: tc.iso, at: func(ctx context.Context, point string) error {
+				if point == atBegin {
+					// Before the snapshot: the lease has run out, and a
+					// renewal (a row of the lease table) has too.
+					var key, token string
+					if err := pool.QueryRow(ctx, "SELECT key, token FROM "+table).Scan(&key, &token); err != nil {
+						return err
+					}
+					if err := s.Renew(ctx, key, token, time.Minute); err != nil {
+						return err
+					}
+					for _, tab := range []string{table, table + "_leases"} {
+						if _, err := pool.Exec(ctx, "UPDATE "+tab+" SET expires_at = expires_at - interval '1 hour'"); err != nil {
+							return err
+						}
+					}
+				}
+				return at(ctx, point)
+			}}
+			srv := serve(t, idempotency.Options{Store: s, Clock: clock.NewMock()}, svc)
+			answer := make(chan reply, 1)
+			go func() {
+				r, _ := postErr(srv, "k", 1)
+				answer <- r
+			}()
+			recv(t, paused, "the handler after its snapshot")
+			// A renewal the snapshot does not see.
+			_, err := pool.Exec(ctx, "UPDATE "+table+"_leases SET expires_at = clock_timestamp() + interval '1 minute'")
+			require.NoError(t, err)
+			close(resume)
+			got := recv(t, answer, "the answer")
+			txErrs, _ := svc.errs()
+			if tc.saved {
+				assert.Equal(t, http.StatusCreated, got.status, got.body)
+				assert.Empty(t, txErrs)
+				return
+			}
+			assert.Equal(t, http.StatusServiceUnavailable, got.status, got.body)
+			require.Len(t, txErrs, 1)
+			assert.ErrorIs(t, txErrs[0], idempotency.ErrLeaseLost)
+			assert.Contains(t, txErrs[0].Error(), strings.ToUpper(string(tc.iso))+" transaction's snapshot")
+			assert.Zero(t, count(t, pool, "SELECT count(*) FROM orders"))
+		})
+	}
 }

@@ -24,7 +24,7 @@ func TestStoreKeepsTheStoreContract(t *testing.T) {
 			return s, func(d time.Duration) { advance(t, pool, table, d) }
 		},
 		RenewsOwnResult: true, // CompleteTx's commit, and the handler still runs
-		Lease: 10 * time.Second,
+		Lease:           10 * time.Second,
 	})
 }
 
