@@ -30,8 +30,11 @@ import (
 // handler then rolls back and answers an error; the middleware answers its
 // client so that its retry gets the result of the request that holds the
 // key. The row stays locked until tx ends, so commit soon after: a retry
-// of the request waits for the commit (up to the middleware's
-// StoreTimeout), and so does the lease's renewal.
+// that comes once the lease has run out waits for the commit (up to the
+// middleware's StoreTimeout); a duplicate while it runs, and the lease's
+// renewal, do not wait. In REPEATABLE READ or SERIALIZABLE it sees the
+// lease as tx's snapshot does (see the package doc), and a takeover after
+// the snapshot, a serialization failure, matches ErrLeaseLost too.
 //
 // It runs one statement in tx on success, two when it fails. It also
 // returns an error, without touching tx, for a response that the
