@@ -78,7 +78,7 @@ func newQueries(table, leases string) queries {
 	WHERE NOT LIVE
 	RETURNING true
 )
-SELECT true, ''::text, ''::bytea, false, ''::bytea FROM acquired
+SELECT true, ''::text, NULL::bytea, false, NULL::bytea FROM acquired
 UNION ALL
 SELECT false, token, fingerprint, result IS NOT NULL, coalesce(result, '') FROM live`),
 		// The key's row is read, not locked or written: a renewal neither
