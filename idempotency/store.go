@@ -63,7 +63,10 @@ type Store interface {
 	Claim(ctx context.Context, key, token string, fingerprint []byte, lease time.Duration) (Claim, error)
 
 	// Renew extends the claim that token names to lease from now. It
-	// returns ErrLeaseLost if token no longer holds an unexpired claim.
+	// returns ErrLeaseLost if token no longer holds an unexpired claim. A
+	// store whose handlers save their response in their own transaction
+	// (Lease.Result) may return nil for a key completed with token: the
+	// handler's commit saved it, and the handler may still be running.
 	Renew(ctx context.Context, key, token string, lease time.Duration) error
 
 	// Complete saves result for key, kept for ttl with fingerprint, in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,8 +30,11 @@ import (
 // handler then rolls back and answers an error; the middleware answers its
 // client so that its retry gets the result of the request that holds the
 // key. The row stays locked until tx ends, so commit soon after: a retry
-// of the request waits for the commit (up to the middleware's
-// StoreTimeout), and so does the lease's renewal.
+// that comes once the lease has run out waits for the commit (up to the
+// middleware's StoreTimeout); a duplicate while it runs, and the lease's
+// renewal, do not wait. In REPEATABLE READ or SERIALIZABLE it sees the
+// lease as tx's snapshot does (see the package doc), and a takeover after
+// the snapshot, a serialization failure, matches ErrLeaseLost too.
 //
 // It runs one statement in tx on success, two when it fails. It also
 // returns an error, without touching tx, for a response that the
@@ -39,9 +43,8 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, lease idempotency.Lea
 	if tx == nil {
 		return fmt.Errorf("pgstore: CompleteTx: the transaction is nil")
 	}
-	return s.completeIn(ctx, lease, status, header, body, func(ctx context.Context, q string, args ...any) (int64, error) {
-		tag, err := tx.Exec(ctx, q, args...)
-		return tag.RowsAffected(), err
+	return s.completeIn(ctx, lease, status, header, body, func(ctx context.Context, q string, args ...any) row {
+		return tx.QueryRow(ctx, q, args...)
 	})
 }
 
@@ -52,18 +55,17 @@ func (s *Store) CompleteSQLTx(ctx context.Context, tx *sql.Tx, lease idempotency
 	if tx == nil {
 		return fmt.Errorf("pgstore: CompleteSQLTx: the transaction is nil")
 	}
-	return s.completeIn(ctx, lease, status, header, body, func(ctx context.Context, q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
+	return s.completeIn(ctx, lease, status, header, body, func(ctx context.Context, q string, args ...any) row {
+		return tx.QueryRowContext(ctx, q, args...)
 	})
 }
 
-// completeIn is CompleteTx on a transaction that exec runs statements in.
+// row is what CompleteTx reads its answer with: pgx's and database/sql's.
+type row interface{ Scan(dest ...any) error }
+
+// completeIn is CompleteTx on a transaction that query runs statements in.
 func (s *Store) completeIn(ctx context.Context, lease idempotency.Lease, status int, header http.Header, body []byte,
-	exec func(ctx context.Context, q string, args ...any) (int64, error)) error {
+	query func(ctx context.Context, q string, args ...any) row) error {
 	if lease.TTL <= 0 {
 		return fmt.Errorf("pgstore: CompleteTx: the lease's TTL %v is not positive", lease.TTL)
 	}
@@ -71,19 +73,42 @@ func (s *Store) completeIn(ctx context.Context, lease idempotency.Lease, status 
 	if err != nil {
 		return fmt.Errorf("pgstore: CompleteTx: %w", err)
 	}
-	n, err := exec(ctx, s.q.completeTx, lease.Key, lease.Token, result, micros(lease.TTL))
-	if err == nil && n == 1 {
+	var (
+		saved     bool
+		isolation string
+	)
+	err = query(ctx, s.q.completeTx, lease.Key, lease.Token, result, micros(lease.TTL)).Scan(&saved, &isolation)
+	if err == nil && saved {
 		return nil
 	}
-	s.abort(ctx, exec)
-	if err != nil {
+	s.abort(ctx, query)
+	switch {
+	case err != nil && serializationFailure(err):
+		// REPEATABLE READ or SERIALIZABLE, and the key's row changed
+		// since the snapshot: only a takeover, a release or a reap
+		// writes it while the handler runs, and each means the lease is
+		// lost. (A renewal writes the lease table.)
+		return fmt.Errorf("pgstore: CompleteTx: the key's row changed since this transaction's snapshot (taken over, released or reaped); roll back: %w",
+			errors.Join(err, idempotency.ErrLeaseLost))
+	case err != nil:
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), idempotency.ErrLeaseLost) {
 			err = errors.Join(err, idempotency.ErrLeaseLost)
 		}
 		return fmt.Errorf("pgstore: CompleteTx: nothing saved, roll back: %w", err)
+	case isolation != "read committed":
+		return fmt.Errorf("pgstore: CompleteTx: the lease ran out, the key was taken over, or its result is saved already, "+
+			"as this %s transaction's snapshot sees them (it sees the lease renewed last before its first statement); roll back: %w",
+			strings.ToUpper(isolation), idempotency.ErrLeaseLost)
 	}
 	return fmt.Errorf("pgstore: CompleteTx: the lease ran out, the key was taken over, or its result is saved already; roll back: %w",
 		idempotency.ErrLeaseLost)
+}
+
+// serializationFailure reports whether err is PostgreSQL's SQLSTATE 40001,
+// from pgx or any driver whose errors tell their SQLSTATE (lib/pq).
+func serializationFailure(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && coded.SQLState() == "40001"
 }
 
 // abortTimeout bounds the statement that fails a transaction whose
@@ -96,8 +121,8 @@ const abortTimeout = 5 * time.Second
 // nothing, and the transaction would stay committable. Its own error is
 // the point (the transaction can only roll back now), or says the
 // connection is gone, which fails the transaction as surely.
-func (s *Store) abort(ctx context.Context, exec func(ctx context.Context, q string, args ...any) (int64, error)) {
+func (s *Store) abort(ctx context.Context, query func(ctx context.Context, q string, args ...any) row) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
-	_, _ = exec(actx, s.q.abortTx)
+	_ = query(actx, s.q.abortTx).Scan() // no row: the error is the point, or the connection is gone
 }

@@ -114,9 +114,22 @@ func pausing(point string) (at func(context.Context, string) error, paused <-cha
 // never moves, so it is the database's clock alone that decides.
 func TestTakenOverHandlerCannotCommit(t *testing.T) {
 	t.Parallel()
+	for _, iso := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable} {
+		t.Run(string(iso), func(t *testing.T) {
+			t.Parallel()
+			takenOverCannotCommit(t, iso)
+		})
+	}
+}
+
+// takenOverCannotCommit is TestTakenOverHandlerCannotCommit for a handler
+// whose transaction runs in iso: in REPEATABLE READ and SERIALIZABLE the
+// takeover changed the key's row after the snapshot, and CompleteTx's
+// serialization failure is a lost lease too.
+func takenOverCannotCommit(t *testing.T, iso pgx.TxIsoLevel) {
 	pool, s, table := ordersDB(t)
 	at, paused, resume := pausing(atWritten)
-	svc := &orderService{pool: pool, store: s, at: at, commitAnyway: true}
+	svc := &orderService{pool: pool, store: s, iso: iso, at: at, commitAnyway: true}
 	const lease = 10 * time.Second
 	srv := serve(t, idempotency.Options{Store: s, Lease: lease, Clock: clock.NewMock()}, svc)
 
@@ -221,7 +234,7 @@ func TestClaimWaitsForTheCommitOfASavedResult(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool {
 		return count(t, pool, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'`) == 1
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH live AS%'`) == 1
 	}, watchdog, time.Millisecond, "the retry's claim waits for the row")
 	close(resume)
 	committed := recv(t, first, "the first answer")

@@ -35,22 +35,54 @@
 // processes, which differ, and not now(), which inside a transaction is
 // the time it began. CompleteTx succeeds only while its token holds a
 // claim whose lease runs (UPDATE ... WHERE key AND token AND result IS NULL
-// AND expires_at > clock_timestamp()), and it locks the row until the
-// transaction ends: a request that would take the key over waits for the
-// commit and then finds the result. A handler paused past its lease (a GC
-// pause, a stopped VM) cannot commit: its CompleteTx fails, and fails its
-// transaction (a second statement raises an error in it), so that even a
-// handler that ignores the error cannot commit its business rows. Two
-// handlers never both commit, and the one that holds the key is the one
-// whose result every retry gets.
+// AND the lease runs), and it locks the row until the transaction ends: a
+// request that would take the key over waits for the commit and then finds
+// the result. A duplicate that comes while the lease runs waits for
+// nothing: a claim reads a live key's committed row without locking it, and
+// answers at once that the key is in flight. Renewals write a lease table
+// of their own, never the key's row, so they neither wait for a handler's
+// transaction nor make it fail; a renewal that finds the key completed
+// with the request's own token (its CompleteTx has committed, and the
+// handler still runs) answers that the lease holds.
+//
+// A handler paused past its lease (a GC pause, a stopped VM) cannot
+// commit: its CompleteTx fails, and fails its transaction (a second
+// statement raises an error in it), so that even a handler that ignores
+// the error cannot commit its business rows. Two handlers never both
+// commit, and the one that holds the key is the one whose result every
+// retry gets.
+//
+// # Isolation levels
+//
+// The handler's transaction may run at any level:
+//
+//   - READ COMMITTED, PostgreSQL's default: CompleteTx sees the latest
+//     renewal, however long the transaction.
+//   - REPEATABLE READ and SERIALIZABLE work too, across any number of
+//     renewals, but CompleteTx sees the lease as the transaction's snapshot
+//     does (taken at its first statement): only the renewals made before
+//     it. A lease that had run out as of the snapshot fails CompleteTx with
+//     an error that matches [idempotency.ErrLeaseLost] and names the
+//     isolation level. Renewals come every third of the lease, so the
+//     snapshot's lease runs about two thirds of a lease past the first
+//     statement at least: keep the time from the first statement to
+//     CompleteTx under that, or lengthen the lease. A takeover, release or
+//     reap of the key after the snapshot makes CompleteTx's UPDATE a
+//     serialization failure (SQLSTATE 40001): CompleteTx reports it as
+//     ErrLeaseLost too, joined with the driver's error, and fails the
+//     transaction.
+//
+// The store's own statements (Claim, Renew, Complete, Release, Reap) run
+// on its pool, one at a time, and expect READ COMMITTED: leave the pool's
+// default_transaction_isolation at PostgreSQL's default.
 //
 // # Cost
 //
 // A fresh key costs the claim (one statement, outside the handler's
-// transaction) and one statement in it, CompleteTx's UPDATE (two when it
-// fails); the middleware saves nothing after. A replay costs two
-// statements, neither a write; a renewal, for a handler slower than a third
-// of the lease, one. BenchmarkFreshKey measures it against the Redis store
+// transaction) and one statement in it, CompleteTx's (two when it fails);
+// the middleware saves nothing after. A replay costs one statement, which
+// writes nothing; a renewal, for a handler slower than a third of the
+// lease, one. BenchmarkFreshKey measures it against the Redis store
 // and the bare handler.
 //
 // # The table
@@ -66,9 +98,17 @@
 //		expires_at  timestamptz NOT NULL
 //	);
 //	CREATE INDEX IF NOT EXISTS idempotency_keys_expires_at ON idempotency_keys (expires_at);
+//	CREATE TABLE IF NOT EXISTS idempotency_keys_leases (
+//		key         text        PRIMARY KEY,
+//		token       text        NOT NULL,
+//		expires_at  timestamptz NOT NULL
+//	);
 //
 // A row is a claim while result is NULL, and a saved response after;
-// expires_at is the end of the claim's lease, or of the result's TTL. A
+// expires_at is the end of the claim's lease as claimed, or of the result's
+// TTL. A renewal writes the claim's lease end in the lease table instead,
+// keyed by the key and kept with the token: a claim is live while either
+// runs. A
 // row past its expires_at is absent to every statement; the primary key
 // serves every statement on one key and the index serves [Store.Reap].
 // Keep the table in the database of the business rows: CompleteTx needs

@@ -19,7 +19,7 @@ func TestDocShowsTheTable(t *testing.T) {
 		shown = append(shown, strings.TrimPrefix(strings.TrimPrefix(line, "//"), "\t"))
 	}
 	text := strings.Join(shown, "\n")
-	want := fmt.Sprintf(schema, "idempotency_keys", "idempotency_keys_expires_at") + ";"
+	want := fmt.Sprintf(schema, "idempotency_keys", "idempotency_keys_expires_at", "idempotency_keys_leases") + ";"
 	if !strings.Contains(text, want) {
 		t.Errorf("doc.go does not show the table Migrate creates:\n%s", want)
 	}

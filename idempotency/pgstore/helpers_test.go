@@ -52,14 +52,16 @@ func newStore(t testing.TB, pool *pgxpool.Pool) (*pgstore.Store, string) {
 	return s, table
 }
 
-// advance makes d pass for every row of table, as far as the database's
-// clock goes (leases and TTLs are nothing else in the store), without
-// waiting for it: every expiry moves d closer.
+// advance makes d pass for every row of table and of its lease table, as
+// far as the database's clock goes (leases and TTLs are nothing else in
+// the store), without waiting for it: every expiry moves d closer.
 func advance(t testing.TB, pool *pgxpool.Pool, table string, d time.Duration) {
 	t.Helper()
-	_, err := pool.Exec(context.Background(),
-		"UPDATE "+table+" SET expires_at = expires_at - $1::bigint * interval '1 microsecond'", d.Microseconds())
-	require.NoError(t, err)
+	for _, tab := range []string{table, table + "_leases"} {
+		_, err := pool.Exec(context.Background(),
+			"UPDATE "+tab+" SET expires_at = expires_at - $1::bigint * interval '1 microsecond'", d.Microseconds())
+		require.NoError(t, err)
+	}
 }
 
 // advanceKey is advance for one key.
@@ -69,6 +71,9 @@ func advanceKey(t testing.TB, pool *pgxpool.Pool, table, key string, d time.Dura
 		"UPDATE "+table+" SET expires_at = expires_at - $2::bigint * interval '1 microsecond' WHERE key = $1", key, d.Microseconds())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected(), "key %s", key)
+	_, err = pool.Exec(context.Background(),
+		"UPDATE "+table+"_leases SET expires_at = expires_at - $2::bigint * interval '1 microsecond' WHERE key = $1", key, d.Microseconds())
+	require.NoError(t, err)
 }
 
 // createOrders creates the business table of the tests' order service.
@@ -107,6 +112,7 @@ const (
 type orderService struct {
 	pool  *pgxpool.Pool
 	store *pgstore.Store
+	iso   pgx.TxIsoLevel // of the handler's transaction; "" is the database's default
 
 	// at, if set, is called at each point; an error it returns fails the
 	// request there (rolled back, answered 503).
@@ -135,7 +141,7 @@ func (s *orderService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return s.at(ctx, point)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: s.iso})
 	if err != nil {
 		fail(err)
 		return

@@ -9,7 +9,8 @@ import (
 // claims past their lease (a process that died mid-request). It deletes
 // them in statements of at most Options.ReapBatch rows, oldest first, each
 // its own short transaction, until one deletes fewer, and returns how many
-// it deleted; it stops early, with ctx's error, when ctx ends. It never
+// keys it deleted; then the lease rows of renewals that have run out. It
+// stops early, with ctx's error, when ctx ends. It never
 // deletes a live claim or a result within its TTL, whatever the clocks of
 // the processes say: it too asks the database's clock.
 //
@@ -30,6 +31,18 @@ func (s *Store) Reap(ctx context.Context) (deleted int, err error) {
 		n := int(tag.RowsAffected())
 		deleted += n
 		if n < s.reapBatch {
+			break
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return deleted, fmt.Errorf("pgstore: reap: %w", err)
+		}
+		tag, err := s.pool.Exec(ctx, s.q.reapLeases, s.reapBatch)
+		if err != nil {
+			return deleted, fmt.Errorf("pgstore: reap leases: %w", err)
+		}
+		if tag.RowsAffected() < int64(s.reapBatch) {
 			return deleted, nil
 		}
 	}

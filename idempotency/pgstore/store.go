@@ -17,6 +17,7 @@ const (
 	defaultTable     = "idempotency_keys"
 	defaultReapBatch = 1000
 	indexSuffix      = "_expires_at"
+	leasesSuffix     = "_leases"
 )
 
 // Options configures a [Store]. The zero value is ready to use.
@@ -40,6 +41,7 @@ type Store struct {
 	table     string // as given, for errors
 	ident     string // quoted
 	index     string // quoted
+	leases    string // quoted: the lease table
 	reapBatch int
 	q         queries
 }
@@ -76,13 +78,16 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: pgstore: Table %q is longer than 52 characters", idempotency.ErrInvalidOptions, opts.Table)
 	}
 	ident := pgx.Identifier(parts).Sanitize()
+	leaseParts := append(parts[:len(parts)-1:len(parts)-1], name+leasesSuffix)
+	leases := pgx.Identifier(leaseParts).Sanitize()
 	s := &Store{
 		pool:      pool,
 		table:     opts.Table,
 		ident:     ident,
 		index:     pgx.Identifier{name + indexSuffix}.Sanitize(),
+		leases:    leases,
 		reapBatch: opts.ReapBatch,
-		q:         newQueries(ident),
+		q:         newQueries(ident, leases),
 	}
 	return s, nil
 }
@@ -96,9 +101,10 @@ var errVanished = errors.New("pgstore: the key's row changed under every try")
 // expired (or been reaped) at the next.
 const tries = 3
 
-// Claim implements [idempotency.Store]: one statement for a fresh key or a
-// takeover, two for a key that is live (in flight, completed, or claimed
-// with this token already).
+// Claim implements [idempotency.Store]: one statement for a fresh key, a
+// takeover or a live key (in flight, completed, or claimed with this token
+// already). It never waits for the lock of a live key's row: a duplicate
+// is answered at once, whatever the holder's transaction is doing.
 func (s *Store) Claim(ctx context.Context, key, token string, fingerprint []byte, lease time.Duration) (idempotency.Claim, error) {
 	if lease <= 0 {
 		return idempotency.Claim{}, fmt.Errorf("pgstore: claim: lease %v is not positive", lease)
@@ -107,24 +113,19 @@ func (s *Store) Claim(ctx context.Context, key, token string, fingerprint []byte
 		fingerprint = []byte{} // NOT NULL
 	}
 	for range tries {
-		tag, err := s.pool.Exec(ctx, s.q.claim, key, token, fingerprint, micros(lease))
-		if err != nil {
-			return idempotency.Claim{}, fmt.Errorf("pgstore: claim: %w", err)
-		}
-		if tag.RowsAffected() == 1 {
-			return idempotency.Claim{State: idempotency.Acquired}, nil
-		}
 		var (
-			holder   string
-			fp, res  []byte
-			complete bool
+			acquired, complete bool
+			holder             string
+			fp, res            []byte
 		)
-		err = s.pool.QueryRow(ctx, s.q.claimed, key).Scan(&holder, &fp, &complete, &res)
+		err := s.pool.QueryRow(ctx, s.q.claim, key, token, fingerprint, micros(lease)).Scan(&acquired, &holder, &fp, &complete, &res)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			continue // it expired since: claim it
+			continue // the row changed as the claim ran: ask again
 		case err != nil:
 			return idempotency.Claim{}, fmt.Errorf("pgstore: claim: %w", err)
+		case acquired:
+			return idempotency.Claim{State: idempotency.Acquired}, nil
 		case complete:
 			return idempotency.Claim{State: idempotency.Completed, Fingerprint: fp, Result: res}, nil
 		case holder == token: // the same call, sent again
@@ -135,16 +136,21 @@ func (s *Store) Claim(ctx context.Context, key, token string, fingerprint []byte
 	return idempotency.Claim{}, fmt.Errorf("pgstore: claim: %w", errVanished)
 }
 
-// Renew implements [idempotency.Store].
+// Renew implements [idempotency.Store]. It writes the lease table, never
+// the key's row, so that it neither waits for a handler's transaction
+// that holds the row's lock nor makes one in REPEATABLE READ or
+// SERIALIZABLE fail. A key completed with token (the handler's CompleteTx
+// has committed, and the handler is still running) is no lost lease: Renew
+// returns nil and changes nothing.
 func (s *Store) Renew(ctx context.Context, key, token string, lease time.Duration) error {
 	if lease <= 0 {
 		return fmt.Errorf("pgstore: renew: lease %v is not positive", lease)
 	}
-	tag, err := s.pool.Exec(ctx, s.q.renew, key, token, micros(lease))
-	switch {
-	case err != nil:
+	var held bool
+	if err := s.pool.QueryRow(ctx, s.q.renew, key, token, micros(lease)).Scan(&held); err != nil {
 		return fmt.Errorf("pgstore: renew: %w", err)
-	case tag.RowsAffected() == 0:
+	}
+	if !held {
 		return idempotency.ErrLeaseLost
 	}
 	return nil

@@ -23,7 +23,8 @@ func TestStoreKeepsTheStoreContract(t *testing.T) {
 			s, table := newStore(t, pool)
 			return s, func(d time.Duration) { advance(t, pool, table, d) }
 		},
-		Lease: 10 * time.Second,
+		RenewsOwnResult: true, // CompleteTx's commit, and the handler still runs
+		Lease:           10 * time.Second,
 	})
 }
 
