@@ -86,8 +86,9 @@ type FileJournal struct {
 	flushing bool
 	err      error // sticky: set when a write or sync failed
 	closed   bool
-	writeNo  uint64 // number of the last write begun (see record.go)
-	old      bool   // the file has no header: OpenFile upgrades it
+	writeNo  uint64    // number of the last write begun (see record.go)
+	swept    time.Time // when forgetExpired last looked
+	old      bool      // the file has no header: OpenFile upgrades it
 
 	// writeAt, when set, writes in place of j.f.WriteAt: tests make
 	// writes fail with it.
@@ -210,8 +211,10 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 	}
 	e.Op.Payload = slices.Clone(e.Op.Payload)
 	return j.commit(ctx, func() error {
+		now := time.Now()
+		j.forgetExpired(now)
 		if old, ok := j.entries[e.Op.Key]; ok {
-			if !expired(&old.Entry, time.Now()) {
+			if !expired(&old.Entry, now) {
 				return ErrDuplicate
 			}
 			// Succeeded longer ago than the retention: forgotten, as
@@ -229,6 +232,7 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 // Update implements [Journal].
 func (j *FileJournal) Update(ctx context.Context, e Entry) error {
 	return j.commit(ctx, func() error {
+		j.forgetExpired(time.Now())
 		if _, ok := j.entries[e.Op.Key]; !ok {
 			return ErrUnknownKey
 		}
