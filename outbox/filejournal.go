@@ -59,8 +59,10 @@ import (
 // that succeeded more recently are kept without their payload, so that
 // enqueueing one again is still recognized. Pending and failed ops are kept.
 // In memory, a succeeded op's payload is dropped as it succeeds, and an op
-// that succeeded more than 24h ago is forgotten when its key is added
-// again, compaction or not; the Outbox forgets it too (see Outbox.Wait).
+// that succeeded more than 24h ago is forgotten, compaction or not: when
+// its key is added again, and by a look over every op at most once an
+// hour, from an Add or an Update. The Outbox forgets it too (see
+// Outbox.Wait).
 //
 // One FileJournal owns the file at a time: OpenFile takes an exclusive lock
 // (flock on Unix; a lock file beside the journal elsewhere), and a second
