@@ -4,12 +4,14 @@
 #
 # It needs only Go (the peers and benchstat come from the module proxy);
 # redis-server, if installed, adds the Redis rows; PostgreSQL, if
-# installed, the pgstore and pgjournal rows. About 6 minutes with
-# the defaults on 2 quiet cores, 7 or more shared with other jobs (load
-# 5-7), about twice that with COUNT=10. env.txt records the load average
+# installed, the pgstore and pgjournal rows. With the defaults: 882 s
+# on 2 cores shared with other jobs (load 5-9; the growth steps about 4
+# minutes of it); the steps before them took about 6 minutes on 2 quiet
+# cores. About twice that with COUNT=10. env.txt records the load average
 # at the start and at the end. Knobs, as environment variables:
 #   COUNT      runs of each benchmark (default 6, the fewest for which benchstat gives a CI)
 #   BENCHTIME  -benchtime of the benchmarks timed by duration (default 100ms)
+#   KEYTIME    -benchtime of the keyed guard sets' growth rows (default 50ms)
 #   OUT        where the raw output goes (default bench/results/<UTC time>)
 # Each step's command is printed before it runs and kept in $OUT/commands.txt.
 set -euo pipefail
@@ -19,6 +21,7 @@ ROOT=$(cd .. && pwd)
 
 COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-100ms}
+KEYTIME=${KEYTIME:-50ms}
 OUT=${OUT:-results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -31,7 +34,7 @@ start=$SECONDS
 	echo "go:     $(go version)"
 	echo "cpus:   $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')  load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 	echo "redis:  $(redis-server --version 2>/dev/null | cut -d' ' -f3 || echo 'not installed')"
-	echo "knobs:  COUNT=$COUNT BENCHTIME=$BENCHTIME"
+	echo "knobs:  COUNT=$COUNT BENCHTIME=$BENCHTIME KEYTIME=$KEYTIME"
 } | tee "$OUT/env.txt"
 
 # step NAME DIR CMD...: runs CMD in DIR, its output into $OUT/NAME.txt.
@@ -59,6 +62,14 @@ step grpc "$BENCH" "${B[@]}" -benchtime=2000x -bench='^BenchmarkGRPC' .
 # stores run for BENCHTIME.
 step scale "$BENCH" "${B[@]}" -benchtime=1x -bench='^BenchmarkScale(Waiting|Outage)$' .
 step scale-par "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^BenchmarkScale(Contention|Store)$' .
+# Growth: each axis from its small end to its large value (keyed guard
+# sets, named policies, Limiter admission, for BENCHTIME; the keyed sets'
+# 60 rows for half of it), then the file journal's recovery from 10^4 to
+# 10^6 ops (the journals written once per run, about half a minute) and
+# the Outbox's memory after the retention, once per run each.
+step growth "$BENCH" "${B[@]}" -benchtime="$BENCHTIME" -bench='^BenchmarkScale(Config|Shed)$' .
+step growth-keys "$BENCH" "${B[@]}" -benchtime="$KEYTIME" -bench='^BenchmarkScaleKeys$' .
+step growth-outbox "$BENCH" "${B[@]}" -benchtime=1x -bench='^BenchmarkScale(Recovery|Retention)$' .
 # The packages' own benchmarks: observers, Throttle and Breaker, config.
 step observe "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench=. ./retrydebug
 step otel "$ROOT/retryotel" "${B[@]}" -benchtime="$BENCHTIME" -bench=. .
@@ -72,11 +83,12 @@ step outbox "$ROOT" "${B[@]}" -benchtime="$BENCHTIME" -bench='^Benchmark(Fdatasy
 # The PostgreSQL store and journal (skipped, as their tests are, without
 # PostgreSQL).
 step pgstore "$ROOT/idempotency/pgstore" "${B[@]}" -benchtime=2000x -bench='^BenchmarkFreshKey$' .
+step pgstore-clients "$ROOT/idempotency/pgstore" "${B[@]}" -benchtime=2000x -bench='^BenchmarkScaleClients$' .
 step pgjournal "$ROOT/outbox/pgjournal" "${B[@]}" -benchtime=5000x -bench='^BenchmarkClaim3Workers$' .
 
 echo
 echo "==================== medians (benchstat) ===================="
-for f in core parallel hedge idempotency grpc scale scale-par observe otel guard config logline outbox pgstore pgjournal; do
+for f in core parallel hedge idempotency grpc scale scale-par growth growth-keys growth-outbox observe otel guard config logline outbox pgstore pgstore-clients pgjournal; do
 	echo "---- $f"
 	benchstat "$OUT/$f.txt"
 done 2>&1 | tee "$OUT/summary.txt"
@@ -85,7 +97,7 @@ sed -n '/^cancel latency/,/^is ctx/p' "$OUT/cancel.txt" | tee -a "$OUT/summary.t
 echo
 echo "==================== targets (medians) ===================="
 # One CSV of every median: unit,benchmark,value.
-for f in core parallel idempotency grpc scale scale-par guard logline outbox pgjournal; do
+for f in core parallel idempotency grpc scale scale-par growth growth-keys growth-outbox guard logline outbox pgstore-clients pgjournal; do
 	benchstat -format csv "$OUT/$f.txt" 2>/dev/null | awk -F, '
 		/^,[^,]+,CI$/ { unit = $2; next }
 		unit != "" && $1 ~ /^[A-Z]/ && $1 !~ /: / { print unit "," $1 "," $2 }'
@@ -94,6 +106,13 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 	{ name = $2; if (name !~ /Parallel/) sub(/-[0-9]+$/, "", name); v[$1, name] = $3 }
 	function ns(n) { return v["sec/op", n] * 1e9 }
 	function verdict(ok) { return ok ? "met" : "MISSED" }
+	function flat(label, unit, prefix, ends,   e, a, z, r, k) {
+		split(ends, e, " "); a = prefix e[1]; z = prefix e[2]
+		if (!((unit, a) in v) || !((unit, z) in v) || v[unit, a] == 0) { printf "%-44s no data\n", label; return }
+		r = v[unit, z] / v[unit, a]
+		k = (unit ~ /^sec\//) ? 1e9 : 1 # benchstat writes ns/x as sec/x
+		printf "%-44s %s %.3g, %s %.3g: %.2fx (target <= 2x: %s)\n", label, e[1], v[unit, a] * k, e[2], v[unit, z] * k, r, verdict(r <= 2)
+	}
 	function ratio(label, a, b, target,   r) {
 		if (!(("sec/op", a) in v) || !(("sec/op", b) in v)) { printf "%-44s no data\n", label ":"; return }
 		r = ns(a) / ns(b)
@@ -162,6 +181,28 @@ awk -F, -v cancel="$OUT/cancel.txt" '
 		if ((("sec/op", "Resume") in v))
 			printf "%-44s %.3g ms (target < 1000: %s)\n", "outbox resume, 10,000 pending ops:", ns("Resume") / 1e6, verdict(ns("Resume") < 1e9)
 		if ((("ops/s", "Claim3Workers") in v)) printf "%-44s %.0f ops/s\n", "pgjournal, 3 workers claiming:", v["ops/s", "Claim3Workers"]
+		# Growth: the cost per unit at the large end over that at the small end.
+		split("budgets breakers throttles floor", sets, " ")
+		for (i = 1; i <= 4; i++) {
+			flat("keys, " sets[i] " get (ns/op):", "sec/op", "ScaleKeys/" sets[i] "/get/keys=", "1 10000")
+			flat("keys, " sets[i] " fill (ns/key):", "sec/key", "ScaleKeys/" sets[i] "/fill/keys=", "1 10000")
+			flat("keys, " sets[i] " churn (ns/op):", "sec/op", "ScaleKeys/" sets[i] "/churn/keys=", "1 10000")
+		}
+		flat("config reload (ns/policy):", "sec/policy", "ScaleConfig/reload/policies=", "10 10000")
+		flat("config lookup (ns/op):", "sec/op", "ScaleConfig/lookup/policies=", "10 10000")
+		flat("shed fixed (ns/op):", "sec/op", "ScaleShed/fixed/goroutines=", "1 64")
+		flat("shed adaptive (ns/op):", "sec/op", "ScaleShed/adaptive/goroutines=", "1 64")
+		flat("recovery (ns/op kept):", "sec/op-kept", "ScaleRecovery/ops=", "10000 1000000")
+		flat("recovery (heap B/op kept):", "heap-B/op-kept", "ScaleRecovery/ops=", "10000 1000000")
+		flat("redis fresh (ns/op):", "sec/op", "ScaleStore/redis-fresh/clients=", "1 64")
+		flat("redis replay (ns/op):", "sec/op", "ScaleStore/redis-replay/clients=", "1 64")
+		flat("pgstore fresh (ns/op):", "sec/op", "ScaleClients/fresh/clients=", "1 64")
+		flat("pgstore replay (ns/op):", "sec/op", "ScaleClients/replay/clients=", "1 64")
+		for (i = 1; i <= 3; i++) {
+			s = "ScaleRetention/ops=" (i == 1 ? 1000 : i == 2 ? 10000 : 100000)
+			if ((("heap-B/op-finished", s) in v))
+				printf "%-44s %.3g B per op after the retention (target 0, read as <= 1: %s)\n", "outbox retention, " s ":", v["heap-B/op-finished", s], verdict(v["heap-B/op-finished", s] <= 1)
+		}
 		if (http99 != "") printf "%-44s stormguard-http p99 %s, handloop p99 %s (target <= 2x)\n", "HTTP cancel -> return:", http99, hand99
 	}' "$OUT/medians.csv" | tee -a "$OUT/summary.txt"
 

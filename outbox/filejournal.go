@@ -59,8 +59,10 @@ import (
 // that succeeded more recently are kept without their payload, so that
 // enqueueing one again is still recognized. Pending and failed ops are kept.
 // In memory, a succeeded op's payload is dropped as it succeeds, and an op
-// that succeeded more than 24h ago is forgotten when its key is added
-// again, compaction or not; the Outbox forgets it too (see Outbox.Wait).
+// that succeeded more than 24h ago is forgotten, compaction or not: when
+// its key is added again, and by a look over every op at most once an
+// hour, from an Add or an Update. The Outbox forgets it too (see
+// Outbox.Wait).
 //
 // One FileJournal owns the file at a time: OpenFile takes an exclusive lock
 // (flock on Unix; a lock file beside the journal elsewhere), and a second
@@ -86,8 +88,9 @@ type FileJournal struct {
 	flushing bool
 	err      error // sticky: set when a write or sync failed
 	closed   bool
-	writeNo  uint64 // number of the last write begun (see record.go)
-	old      bool   // the file has no header: OpenFile upgrades it
+	writeNo  uint64    // number of the last write begun (see record.go)
+	swept    time.Time // when forgetExpired last looked
+	old      bool      // the file has no header: OpenFile upgrades it
 
 	// writeAt, when set, writes in place of j.f.WriteAt: tests make
 	// writes fail with it.
@@ -210,8 +213,10 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 	}
 	e.Op.Payload = slices.Clone(e.Op.Payload)
 	return j.commit(ctx, func() error {
+		now := time.Now()
+		j.forgetExpired(now)
 		if old, ok := j.entries[e.Op.Key]; ok {
-			if !expired(&old.Entry, time.Now()) {
+			if !expired(&old.Entry, now) {
 				return ErrDuplicate
 			}
 			// Succeeded longer ago than the retention: forgotten, as
@@ -229,6 +234,7 @@ func (j *FileJournal) Add(ctx context.Context, e Entry) error {
 // Update implements [Journal].
 func (j *FileJournal) Update(ctx context.Context, e Entry) error {
 	return j.commit(ctx, func() error {
+		j.forgetExpired(time.Now())
 		if _, ok := j.entries[e.Op.Key]; !ok {
 			return ErrUnknownKey
 		}

@@ -174,6 +174,9 @@ func New(j Journal, opts Options) (*Outbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: load journal: %w", err)
 	}
+	// Sized once: a million ops resumed would otherwise rehash the map
+	// twenty times over.
+	o.ops = make(map[string]*item, len(entries))
 	for _, e := range entries {
 		p := &item{e: e, index: -1, ageIndex: -1, out: newOutcome()}
 		if e.LastError != "" {

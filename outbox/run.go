@@ -371,9 +371,12 @@ func (o *Outbox) forgetExpired(now time.Time) {
 		return
 	}
 	o.swept = now
+	forgot := 0
 	for k, p := range o.ops {
 		if p.index < 0 && !p.adding && expired(&p.e, now) {
 			delete(o.ops, k)
+			forgot++
 		}
 	}
+	o.shrink(forgot)
 }
