@@ -26,6 +26,6 @@ func TestDocShowsTheTable(t *testing.T) {
 		want = strings.ReplaceAll(want, `"outbox_ops_`+ix+`"`, "outbox_ops_"+ix)
 	}
 	if !strings.Contains(text, want) {
-		t.Errorf("doc.go does not show the table New creates:\n%s", want)
+		t.Errorf("doc.go does not show the table Migrate creates:\n%s", want)
 	}
 }
