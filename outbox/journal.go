@@ -1,6 +1,11 @@
 package outbox
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/stormguard/retry"
+)
 
 // Journal is where an Outbox keeps its ops. [FileJournal] is the embedded
 // one; another store can implement it.
@@ -28,4 +33,25 @@ type Journal interface {
 	Update(ctx context.Context, e Entry) error
 	Load(ctx context.Context) ([]Entry, error)
 	Close() error
+}
+
+// DefaultsJournal is a [Journal] that fills in ops itself, outside
+// [Outbox.Enqueue], such as pgjournal's EnqueueTx: [New] gives it the
+// Outbox's Horizon and Clock, so that they are set in one place and an op
+// enqueued in a transaction gets the same NotAfter as one from Enqueue.
+//
+// UseDefaults is called once per Outbox made over the journal, before New
+// returns; it returns an error (New fails with it) when the journal serves
+// an Outbox with other defaults already, so that two Outboxes over one
+// journal cannot disagree.
+type DefaultsJournal interface {
+	Journal
+	UseDefaults(d Defaults) error
+}
+
+// Defaults are what an Outbox fills in an op it enqueues: NotAfter is
+// Horizon after Clock's now when the op has none.
+type Defaults struct {
+	Horizon time.Duration // never 0: the Outbox's, 24h unless set
+	Clock   retry.Clock   // never nil
 }

@@ -162,6 +162,11 @@ func New(j Journal, opts Options) (*Outbox, error) {
 		o.clock = realClock{}
 	}
 	o.policy = o.fill(check)
+	if dj, ok := j.(DefaultsJournal); ok {
+		if err := dj.UseDefaults(Defaults{Horizon: o.horizon, Clock: o.clock}); err != nil {
+			return nil, fmt.Errorf("outbox: %w", err)
+		}
+	}
 	if sj, ok := j.(SharedJournal); ok {
 		// Ops are claimed as they fall due, not loaded (shared.go).
 		var err error

@@ -55,6 +55,21 @@ type SharedJournal interface {
 	Get(ctx context.Context, keys []string) ([]Entry, error)
 }
 
+// ListeningJournal is a [SharedJournal] that tells of the ops committed
+// by other processes (or in a transaction, such as pgjournal's EnqueueTx),
+// so that Run claims them at once rather than at its next poll. Run calls
+// Listen once, in a goroutine of its own, and ends its ctx when it stops.
+//
+// Listen calls wake whenever ops may have become due, and at least once
+// after each time it (re)connects, since notices sent meanwhile are lost;
+// it keeps listening through failures (reconnecting, with a bounded
+// backoff), and returns once ctx ends. Notices are a hint: the poll stays
+// the fallback, so a notice missed costs latency, never an op.
+type ListeningJournal interface {
+	SharedJournal
+	Listen(ctx context.Context, wake func()) error
+}
+
 // ClaimRequest asks a [SharedJournal] for due ops.
 type ClaimRequest struct {
 	Owner string    // who claims: one name per Outbox, for the journal's records
@@ -132,10 +147,26 @@ func (o *Outbox) runShared(ctx context.Context) error {
 	claimNow := true                             // a poll or a wake asks for a claim
 	more := false                                // the last claim was full: more may be due
 	var nextPoll, nextRenew time.Time
+	var nextDue time.Time // the earliest known due time of an op put back here
+	if lj, ok := s.j.(ListeningJournal); ok {
+		lctx, stopListen := context.WithCancel(ctx)
+		listening := make(chan struct{})
+		go func() {
+			defer close(listening)
+			_ = lj.Listen(lctx, o.poke)
+		}()
+		defer func() { stopListen(); <-listening }()
+	}
 	for ctx.Err() == nil {
 		o.mu.Lock()
 		for o.due.Len() > 0 {
-			heap.Pop(&o.due) // in the journal: a claim finds them
+			// In the journal: a claim finds them. An attempt that failed
+			// put its op back with its next time: claim again then, not at
+			// the next poll, so that a short backoff stays short.
+			p := heap.Pop(&o.due).(*item)
+			if nextDue.IsZero() || p.e.Next.Before(nextDue) {
+				nextDue = p.e.Next
+			}
 		}
 		kinds := make([]string, 0, len(o.handlers))
 		for k := range o.handlers {
@@ -144,7 +175,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		o.mu.Unlock()
 
 		now := o.clock.Now()
-		if !now.Before(nextPoll) {
+		if !now.Before(nextPoll) || !nextDue.IsZero() && !now.Before(nextDue) {
 			claimNow = true
 		}
 		free := o.concurrency - len(inFlight)
@@ -161,6 +192,9 @@ func (o *Outbox) runShared(ctx context.Context) error {
 				break
 			}
 			nextPoll = now.Add(s.poll)
+			if !nextDue.After(now) {
+				nextDue = time.Time{}
+			}
 			o.count(ctx, now)
 			more = len(es) == limit
 			if len(inFlight) == 0 {
@@ -203,6 +237,9 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		timed := false // a poll or a renewal is due at some time; else only events wake the loop
 		if len(kinds) > 0 && len(inFlight) < o.concurrency {
 			wait, timed = nextPoll.Sub(now), true // overdue (negative) when the loop ran late
+			if !nextDue.IsZero() && nextDue.Sub(now) < wait {
+				wait = nextDue.Sub(now)
+			}
 		}
 		if len(inFlight) > 0 && (!timed || nextRenew.Sub(now) < wait) {
 			wait, timed = nextRenew.Sub(now), true

@@ -20,7 +20,7 @@ func BenchmarkClaim3Workers(b *testing.B) {
 	url := pg(b).NewDatabase(b)
 	ctx := context.Background()
 	setup := newPool(b, url)
-	_, err := pgjournal.New(setup, pgjournal.Options{}) // creates the table
+	err := pgjournal.Migrate(ctx, setup, pgjournal.Options{})
 	require.NoError(b, err)
 	_, err = setup.Exec(ctx, `INSERT INTO outbox_ops (key, kind, payload, not_after, next_at, enqueued)
 		SELECT 'op-' || g, 'send', ''::bytea, now() + interval '1 day', now() - interval '1 second', now()

@@ -30,7 +30,7 @@ func (j *Journal) Claim(ctx context.Context, c outbox.ClaimRequest) ([]outbox.En
 		return nil, nil
 	}
 	token := c.Owner + "#" + rand.Text()[:13]
-	rows, err := j.pool.Query(ctx, j.sql.claim, token, c.Until, c.Now, c.Kinds, c.Limit)
+	rows, err := j.pool.Query(ctx, j.sql.claim, token, c.Until, c.Now, c.Kinds, c.Limit, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pgjournal: claim: %w", err)
 	}

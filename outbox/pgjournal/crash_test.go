@@ -129,6 +129,7 @@ func TestCrashHarness(t *testing.T) {
 	require.Positive(t, concurrency, envConcurrency)
 	db := pg(t).NewDatabase(t)
 	pool := newPool(t, db)
+	migrate(t, pool)
 	j, err := pgjournal.New(pool, pgjournal.Options{})
 	require.NoError(t, err)
 	ctx := context.Background()

@@ -6,12 +6,14 @@
 //
 // # The table
 //
-// [New] asks the catalog whether the table, its columns and its index are
-// there, which takes no lock on the table, and creates what is missing
-// only then, under an advisory lock (pg_advisory_xact_lock), so that
-// processes starting together do not race and a process starting behind
-// an open transaction does not wait for it. [Migrate] runs the same
-// statements, for a deploy step. For the default name, outbox_ops:
+// [Migrate] creates the table, its columns and its indexes where they are
+// missing, under an advisory lock (pg_advisory_xact_lock), so that runs
+// from processes starting together take turns: run it at deploy time.
+// [New] only asks the catalog, which takes no lock on the table, and fails
+// with [ErrNotMigrated], naming what is missing, on a table Migrate has not
+// made; so a process starting behind an open transaction neither waits
+// for it nor makes every other process's statements queue behind DDL. For
+// the default name, outbox_ops, Migrate runs:
 //
 //	CREATE TABLE IF NOT EXISTS outbox_ops (
 //		id          bigserial   PRIMARY KEY,
@@ -32,7 +34,14 @@
 //		trace       bytea       NOT NULL DEFAULT ''
 //	);
 //	ALTER TABLE outbox_ops ADD COLUMN IF NOT EXISTS trace bytea NOT NULL DEFAULT '';
-//	CREATE INDEX IF NOT EXISTS outbox_ops_due ON outbox_ops (next_at, id) WHERE state = 0;
+//	CREATE INDEX IF NOT EXISTS outbox_ops_ready ON outbox_ops (next_at, id) WHERE state = 0 AND lease IS NULL;
+//	CREATE INDEX IF NOT EXISTS outbox_ops_leased ON outbox_ops (lease_until) WHERE state = 0 AND lease IS NOT NULL;
+//	DROP INDEX IF EXISTS outbox_ops_due;
+//
+// The ready index holds the pending ops no lease holds, so that a claim
+// never reads the rows running elsewhere; the leased index finds those
+// whose lease lapsed. outbox_ops_due is the claim index of earlier
+// versions.
 //
 // A row is an outbox.Entry: state is 0 pending, 1 succeeded, 2 failed;
 // last_wait is in nanoseconds; lease is the token of the claim that holds
@@ -44,14 +53,20 @@
 // # How each call uses it
 //
 // Every call is one statement. Add and EnqueueTx insert (ON CONFLICT on the
-// key, so that a duplicate never aborts the caller's transaction). Claim
-// is
+// key, so that a duplicate never aborts the caller's transaction) and call
+// pg_notify in the same statement, on a channel named after the table;
+// PostgreSQL sends the notice at commit, and every Run over the table,
+// which LISTENs on a connection of its own (see [Journal.Listen]), claims
+// at once instead of at its next poll. Claim is
 //
-//	UPDATE outbox_ops SET lease = $token, lease_until = $until
-//	WHERE id IN (SELECT id FROM outbox_ops
-//		WHERE state = 0 AND next_at <= $now AND (lease_until IS NULL OR lease_until <= $now)
-//		  AND kind = ANY($kinds)
-//		ORDER BY next_at, id LIMIT $limit FOR UPDATE SKIP LOCKED)
+//	WITH free AS (SELECT id FROM outbox_ops WHERE state = 0 AND lease IS NULL
+//			AND next_at <= $now AND kind = ANY($kinds)
+//			ORDER BY next_at, id LIMIT $limit FOR UPDATE SKIP LOCKED),
+//		lapsed AS (SELECT id FROM outbox_ops WHERE state = 0 AND lease IS NOT NULL
+//			AND lease_until <= $now AND next_at <= $now AND kind = ANY($kinds)
+//			ORDER BY lease_until LIMIT $limit FOR UPDATE SKIP LOCKED)
+//	UPDATE outbox_ops SET lease = $token, lease_until = $until, attempts = attempts + $count
+//	WHERE id IN (SELECT id FROM (SELECT id FROM free UNION ALL SELECT id FROM lapsed) AS due LIMIT $limit)
 //	RETURNING …
 //
 // so that concurrent claims skip each other's rows instead of waiting.
@@ -64,9 +79,8 @@
 // Times are the Outbox's clock readings, not the database's: the clocks of
 // the processes must agree to well within Options.Lease of the Outbox.
 //
-// Ops that succeeded stay in the table until you delete them, e.g. daily:
-//
-//	DELETE FROM outbox_ops WHERE state = 1 AND finished < now() - interval '1 day';
+// Ops that succeeded stay in the table until [Journal.Reap] deletes them
+// (run it on a ticker, from any process).
 //
 // The caller builds and owns the pool; the Journal never closes it.
 package pgjournal

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/outbox/pgjournal"
+	"github.com/stormguard/retry/retrytest"
 )
 
 // counter is a pgx tracer that counts the statements sent.
@@ -41,6 +42,7 @@ func TestEnqueueTxIsOneStatement(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
+	migrate(t, pool)
 	j, err := pgjournal.New(pool, pgjournal.Options{})
 	require.NoError(t, err)
 	shop(t, pool)
@@ -145,4 +147,38 @@ func TestEnqueueTxBadInput(t *testing.T) {
 	require.NoError(t, j.Close())
 	_, err = j.EnqueueTx(ctx, tx, outbox.Op{Kind: "k"})
 	assert.ErrorIs(t, err, outbox.ErrClosed)
+}
+
+// The Horizon and Clock of EnqueueTx are the Outbox's, given once to
+// outbox.New: an op from a transaction gets the NotAfter an op from
+// Enqueue gets, and a second Outbox over the journal with other ones is
+// refused, so that the two cannot disagree. (They were pgjournal.Options
+// of their own, to be kept equal to the Outbox's by hand.)
+func TestEnqueueTxTakesTheOutboxsHorizonAndClock(t *testing.T) {
+	j, pool := newJournal(t)
+	ctx := context.Background()
+	clk := retrytest.NewClock()
+	o, err := outbox.New(j, outbox.Options{Horizon: time.Hour, Clock: clk})
+	require.NoError(t, err)
+	var key string
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		key, err = j.EnqueueTx(ctx, tx, outbox.Op{Kind: "charge"})
+		return err
+	}))
+	fromEnqueue, err := o.Enqueue(ctx, outbox.Op{Kind: "charge"})
+	require.NoError(t, err)
+	es, err := j.Get(ctx, []string{key, fromEnqueue})
+	require.NoError(t, err)
+	require.Len(t, es, 2)
+	for _, e := range es {
+		assert.WithinDuration(t, clk.Now(), e.Enqueued, time.Microsecond, "enqueued at the Outbox's clock")
+		assert.WithinDuration(t, clk.Now().Add(time.Hour), e.Op.NotAfter, time.Microsecond, "NotAfter at the Outbox's horizon")
+	}
+
+	_, err = outbox.New(j, outbox.Options{Horizon: 2 * time.Hour, Clock: clk})
+	assert.ErrorContains(t, err, "another Horizon or Clock")
+	_, err = outbox.New(j, outbox.Options{Horizon: time.Hour})
+	assert.ErrorContains(t, err, "another Horizon or Clock", "the real clock, not the Outbox's")
+	_, err = outbox.New(j, outbox.Options{Horizon: time.Hour, Clock: clk})
+	assert.NoError(t, err, "the same defaults")
 }

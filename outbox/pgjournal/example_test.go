@@ -26,7 +26,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	j, err := pgjournal.New(pool, pgjournal.Options{}) // creates outbox_ops when missing
+	// A deploy step, before the processes start (New only checks).
+	if err := pgjournal.Migrate(ctx, pool, pgjournal.Options{}); err != nil {
+		log.Fatal(err)
+	}
+	j, err := pgjournal.New(pool, pgjournal.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

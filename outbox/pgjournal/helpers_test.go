@@ -25,8 +25,15 @@ func newPool(t testing.TB, url string) *pgxpool.Pool {
 func newJournal(t testing.TB) (*pgjournal.Journal, *pgxpool.Pool) {
 	t.Helper()
 	pool := newPool(t, pg(t).NewDatabase(t))
+	migrate(t, pool)
 	j, err := pgjournal.New(pool, pgjournal.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { j.Close() })
 	return j, pool
+}
+
+// migrate makes the default table in pool's database.
+func migrate(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	require.NoError(t, pgjournal.Migrate(context.Background(), pool, pgjournal.Options{}))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,97 +22,77 @@ type Options struct {
 	// Table is the table's name, perhaps with its schema ("jobs.outbox"):
 	// lower-case letters, digits and underscores [outbox_ops].
 	Table string
-
-	// Horizon is how long after EnqueueTx an op with a zero NotAfter is
-	// given up [24h]; keep it equal to the Outbox's Options.Horizon.
-	Horizon time.Duration
-
-	// Clock is the time source of EnqueueTx [the real clock]; give it the
-	// Outbox's.
-	Clock retry.Clock
 }
 
 // Journal is an [outbox.SharedJournal] in one PostgreSQL table, shared by
 // every process that opens it with the same table name. See the package
 // doc for the table and how each call uses it.
 //
+// The Horizon and Clock of EnqueueTx and Reap are the Outbox's: outbox.New
+// gives them to the Journal (see [outbox.DefaultsJournal]). Until then
+// they are 24h and the real clock.
+//
 // Its methods are safe for concurrent use. The caller owns the pool:
 // Close does not close it.
 type Journal struct {
-	pool    *pgxpool.Pool
-	sql     sqlText
-	horizon time.Duration
-	clock   retry.Clock
-	closed  atomic.Bool
+	pool     *pgxpool.Pool
+	sql      sqlText
+	defaults atomic.Pointer[outbox.Defaults] // nil until an Outbox gives its own
+	closed   atomic.Bool
 }
 
-var _ outbox.SharedJournal = (*Journal)(nil)
+var (
+	_ outbox.SharedJournal   = (*Journal)(nil)
+	_ outbox.DefaultsJournal = (*Journal)(nil)
+)
 
-// New returns a Journal over the table opts.Table in pool's database,
-// creating the table and its index when missing (under an advisory lock,
-// so that processes starting together do not race).
+// ErrNotMigrated is matched by the error of [New] on a database whose
+// table, or one of its columns or indexes, is missing: run [Migrate].
+var ErrNotMigrated = errors.New("pgjournal: the table is not migrated (run pgjournal.Migrate)")
+
+// New returns a Journal over the table opts.Table in pool's database. It
+// asks the catalog, which takes no lock on the table, that the table, its
+// columns and its indexes are there, and fails with an error matching
+// [ErrNotMigrated], naming what is missing, when they are not: [Migrate]
+// makes them. New runs no DDL, so that a process starting behind an open
+// transaction on the table neither waits for it nor makes every other
+// process's statements queue behind its own.
 func New(pool *pgxpool.Pool, opts Options) (*Journal, error) {
 	if pool == nil {
 		return nil, errors.New("pgjournal: New with a nil pool")
 	}
-	if opts.Table == "" {
-		opts.Table = "outbox_ops"
-	}
-	q, err := newSQL(opts.Table)
+	q, err := sqlFor(opts)
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{pool: pool, sql: q, horizon: opts.Horizon, clock: opts.Clock}
-	switch {
-	case j.horizon < 0:
-		return nil, fmt.Errorf("pgjournal: Options.Horizon %v is negative", j.horizon)
-	case j.horizon == 0:
-		j.horizon = 24 * time.Hour
-	}
-	if j.clock == nil {
-		j.clock = realClock{}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), newTimeout)
 	defer cancel()
-	// The catalog first: when the table is there, as it is for every
-	// process but the first, New takes no lock on it. DDL (ALTER TABLE,
-	// CREATE INDEX) would wait behind any open EnqueueTx, and every other
-	// process's enqueues, claims and renewals would queue behind it.
-	var ready bool
-	if err := pool.QueryRow(ctx, q.ready).Scan(&ready); err != nil {
+	var missing []string
+	if err := pool.QueryRow(ctx, q.ready, columns).Scan(&missing); err != nil {
 		return nil, fmt.Errorf("pgjournal: look up table %s: %w", q.table, err)
 	}
-	if !ready {
-		if err := migrate(ctx, pool, q); err != nil {
-			return nil, err
-		}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: missing %s", ErrNotMigrated, strings.Join(missing, ", "))
 	}
-	return j, nil
+	return &Journal{pool: pool, sql: q}, nil
 }
 
-// Migrate creates the journal's table, its columns and its index where
-// they are missing, as New does for a table it does not find (the SQL is
+// Migrate creates the journal's table, its columns and its indexes where
+// they are missing, and drops the index of earlier versions (the SQL is
 // in the package doc, for teams that run their own migrations). Run it at
-// deploy time, or from every process at start-up: a transaction-scoped
-// advisory lock makes concurrent runs take turns. Its statements wait for
-// open transactions on the table; New, which asks the catalog first, does
-// not run them when the table is complete.
+// deploy time, before the processes that call [New]; it is safe to run
+// from several at once: a transaction-scoped advisory lock makes them take
+// turns. Its statements wait for the open transactions on the table, and
+// the statements on the table wait for them.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 	if pool == nil {
 		return errors.New("pgjournal: Migrate with a nil pool")
 	}
-	if opts.Table == "" {
-		opts.Table = "outbox_ops"
-	}
-	q, err := newSQL(opts.Table)
+	q, err := sqlFor(opts)
 	if err != nil {
 		return err
 	}
-	return migrate(ctx, pool, q)
-}
-
-func migrate(ctx context.Context, pool *pgxpool.Pool, q sqlText) error {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, q.lock); err != nil {
 			return err
 		}
@@ -118,13 +100,62 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, q sqlText) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgjournal: create table %s: %w", q.table, err)
+		return fmt.Errorf("pgjournal: migrate %s: %w", q.table, err)
 	}
 	return nil
 }
 
-// createTimeout bounds New's work on the database.
-const createTimeout = 30 * time.Second
+func sqlFor(opts Options) (sqlText, error) {
+	if opts.Table == "" {
+		opts.Table = "outbox_ops"
+	}
+	return newSQL(opts.Table)
+}
+
+// UseDefaults takes an Outbox's Horizon and Clock for EnqueueTx and Reap;
+// outbox.New calls it. It fails when the Journal has other defaults
+// already, from another Outbox: one journal, one Horizon and one Clock.
+func (j *Journal) UseDefaults(d outbox.Defaults) error {
+	if d.Horizon <= 0 || d.Clock == nil {
+		return fmt.Errorf("pgjournal: defaults with a Horizon of %v and a Clock of %v", d.Horizon, d.Clock)
+	}
+	if j.defaults.CompareAndSwap(nil, &d) {
+		return nil
+	}
+	old := j.defaults.Load()
+	if old.Horizon != d.Horizon || !sameClock(old.Clock, d.Clock) {
+		return fmt.Errorf("pgjournal: the journal serves an Outbox with another Horizon or Clock (%v, not %v): give every Outbox over one Journal the same", old.Horizon, d.Horizon)
+	}
+	return nil
+}
+
+// sameClock says whether a and b are one clock; clocks of a type that
+// cannot be compared are the same only as the same value of a pointer.
+func sameClock(a, b retry.Clock) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// now and horizon are the defaults' (see UseDefaults).
+func (j *Journal) now() time.Time {
+	if d := j.defaults.Load(); d != nil {
+		return d.Clock.Now()
+	}
+	return time.Now()
+}
+
+func (j *Journal) horizon() time.Duration {
+	if d := j.defaults.Load(); d != nil {
+		return d.Horizon
+	}
+	return 24 * time.Hour
+}
+
+// newTimeout bounds New's look-up in the catalog.
+const newTimeout = 30 * time.Second
 
 func (j *Journal) check() error {
 	if j.closed.Load() {
@@ -139,11 +170,11 @@ func (j *Journal) Add(ctx context.Context, e outbox.Entry) error {
 	if err := j.check(); err != nil {
 		return err
 	}
-	tag, err := j.pool.Exec(ctx, j.sql.add, args(e)...)
-	if err != nil {
+	var n int64
+	if err := j.pool.QueryRow(ctx, j.sql.add, args(e)...).Scan(&n); err != nil {
 		return fmt.Errorf("pgjournal: add: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return outbox.ErrDuplicate
 	}
 	return nil
@@ -253,15 +284,4 @@ func scanAll(rows pgx.Rows) ([]outbox.Entry, []int64, error) {
 		ids = append(ids, id)
 	}
 	return es, ids, rows.Err()
-}
-
-// realClock is the real time, when Options set no Clock.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-func (realClock) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	return context.WithDeadline(parent, d)
-}
-func (realClock) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, d)
 }

@@ -67,6 +67,7 @@ func TestOutboxesShareOnePostgres(t *testing.T) {
 	fx := &effects{runs: map[string]int{}}
 	var outs []*outbox.Outbox
 	var journals []*pgjournal.Journal
+	migrate(t, newPool(t, url))
 	for range 2 {
 		pool := newPool(t, url)
 		j, err := pgjournal.New(pool, pgjournal.Options{})

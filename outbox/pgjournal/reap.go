@@ -45,7 +45,7 @@ func (j *Journal) Reap(ctx context.Context, retention time.Duration) (deleted in
 	if retention < 0 {
 		return 0, fmt.Errorf("pgjournal: Reap with a negative retention %v", retention)
 	}
-	before := j.clock.Now().Add(-retention)
+	before := j.now().Add(-retention)
 	for {
 		if err := ctx.Err(); err != nil {
 			return deleted, fmt.Errorf("pgjournal: reap: %w", err)

@@ -9,10 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// createSQL is the table New creates when it is missing; doc.go shows it
-// for the default name. States: 0 pending, 1 succeeded, 2 failed
-// (outbox.State). The partial index serves Claim: it holds pending ops
-// only, in the order they are claimed.
+// createSQL is what Migrate runs; doc.go shows it for the default name.
+// States: 0 pending, 1 succeeded, 2 failed (outbox.State). The two partial
+// indexes serve Claim: %[2]s holds the pending ops no lease holds, in the
+// order they are claimed, so that a claim never reads the rows running
+// elsewhere; %[3]s the leased ones, by the lease's end, for those whose
+// lease lapsed. The index of earlier versions, %[4]s, which held running
+// ops too, is dropped.
 const createSQL = `CREATE TABLE IF NOT EXISTS %[1]s (
 	id          bigserial   PRIMARY KEY,
 	key         text        NOT NULL UNIQUE,
@@ -32,7 +35,13 @@ const createSQL = `CREATE TABLE IF NOT EXISTS %[1]s (
 	trace       bytea       NOT NULL DEFAULT ''
 );
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS trace bytea NOT NULL DEFAULT '';
-CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at, id) WHERE state = 0;`
+CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at, id) WHERE state = 0 AND lease IS NULL;
+CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (lease_until) WHERE state = 0 AND lease IS NOT NULL;
+DROP INDEX IF EXISTS %[4]s;`
+
+// columns are the table's columns, which New checks are there.
+var columns = []string{"id", "key", "kind", "payload", "not_after", "state", "attempts", "next_at", "last_wait",
+	"enqueued", "finished", "reason", "last_error", "lease", "lease_until", "trace"}
 
 // tableName is a table name New accepts: an unquoted identifier, perhaps
 // with a schema, so that it needs no quoting rules of its own.
@@ -40,7 +49,7 @@ var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0
 
 // sqlText holds the statements for one table name.
 type sqlText struct {
-	table, create, ready                            string
+	table, create, ready, channel                   string
 	lock                                            int64 // advisory lock key of the table's creation
 	add, enqueue, update, owner, load, claim, renew string
 	release, get, counts, dead, reap                string
@@ -55,30 +64,45 @@ func newSQL(table string) (sqlText, error) {
 	}
 	parts := strings.Split(table, ".")
 	t := pgx.Identifier(parts).Sanitize()
-	index := pgx.Identifier{parts[len(parts)-1] + "_due"}.Sanitize()
+	name := parts[len(parts)-1]
+	schema := ""
+	if len(parts) == 2 {
+		schema = parts[0] + "."
+	}
 	h := fnv.New64a()
 	h.Write([]byte("stormguard/outbox/pgjournal " + table))
 	const insert = `INSERT INTO %[1]s (key, kind, payload, not_after, state, attempts, next_at, last_wait, enqueued, finished, reason, last_error, trace)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) `
-	// ready asks the catalog, which takes no lock on the table, whether the
-	// table, its trace column and its index are there already.
-	indexName := parts[len(parts)-1] + "_due"
-	if len(parts) == 2 {
-		indexName = parts[0] + "." + indexName
+	ident := func(suffix string) string { return pgx.Identifier{name + suffix}.Sanitize() }
+	// The channel of the table's notifications, named from its hash: a
+	// channel's name is at most 63 bytes, a table's with its schema more.
+	channel := fmt.Sprintf("pgjournal_%016x", h.Sum64())
+	old := pgx.Identifier{name + "_due"}
+	if schema != "" {
+		old = pgx.Identifier{parts[0], name + "_due"}
 	}
 	return sqlText{
-		table:  t,
-		create: fmt.Sprintf(createSQL, t, index),
-		ready: fmt.Sprintf(`SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL AND EXISTS (
-	SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'trace' AND NOT attisdropped)`,
-			quoteLiteral(table), quoteLiteral(indexName), quoteLiteral(table)),
+		table:   t,
+		channel: channel,
+		create:  fmt.Sprintf(createSQL, t, ident("_ready"), ident("_leased"), old.Sanitize()),
+		// ready asks the catalog, which takes no lock on the table, what
+		// of the table, its columns and its indexes is missing.
+		ready: fmt.Sprintf(`SELECT CASE WHEN to_regclass(%[1]s) IS NULL THEN ARRAY['table ' || %[1]s]
+	ELSE ARRAY(SELECT 'column ' || c FROM unnest($1::text[]) AS c WHERE NOT EXISTS (
+		SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%[1]s) AND attname = c AND NOT attisdropped))
+	|| ARRAY(SELECT 'index ' || i FROM unnest(ARRAY[%[2]s, %[3]s]) AS i WHERE to_regclass(i) IS NULL) END`,
+			quoteLiteral(table), quoteLiteral(schema+name+"_ready"), quoteLiteral(schema+name+"_leased")),
 		lock: int64(h.Sum64()),
-		add:  fmt.Sprintf(insert+`DO NOTHING`, t),
+		// Add and EnqueueTx notify the table's channel in their statement:
+		// the Runs that LISTEN (listen.go) claim at once, at the commit.
+		add: fmt.Sprintf(`WITH ins AS (`+insert+`DO NOTHING RETURNING 1)
+SELECT count(*) FROM ins CROSS JOIN LATERAL (SELECT pg_notify(%[2]s, '')) AS n`, t, quoteLiteral(channel)),
 		// The same op enqueued again returns its key and changes nothing
 		// (the no-op update makes RETURNING answer); another op under the
 		// key returns no row: outbox.Enqueue's rules, in one statement.
-		enqueue: fmt.Sprintf(insert+`DO UPDATE SET attempts = %[1]s.attempts
-WHERE %[1]s.kind = EXCLUDED.kind AND (%[1]s.payload = EXCLUDED.payload OR %[1]s.state = 1) RETURNING key`, t),
+		enqueue: fmt.Sprintf(`WITH ins AS (`+insert+`DO UPDATE SET attempts = %[1]s.attempts
+WHERE %[1]s.kind = EXCLUDED.kind AND (%[1]s.payload = EXCLUDED.payload OR %[1]s.state = 1) RETURNING key)
+SELECT ins.key FROM ins CROSS JOIN LATERAL (SELECT pg_notify(%[2]s, '')) AS n`, t, quoteLiteral(channel)),
 		// Fenced: only the lease holder (or anyone, when no lease holds the
 		// op) writes; a finished op's lease ends with the write.
 		update: fmt.Sprintf(`UPDATE %s SET not_after = $2, state = $3::smallint, attempts = $4, next_at = $5, last_wait = $6,
@@ -87,10 +111,15 @@ WHERE %[1]s.kind = EXCLUDED.kind AND (%[1]s.payload = EXCLUDED.payload OR %[1]s.
 WHERE key = $1 AND lease IS NOT DISTINCT FROM $10::text`, t),
 		owner: fmt.Sprintf(`SELECT coalesce(lease, '') FROM %s WHERE key = $1`, t),
 		load:  fmt.Sprintf(`SELECT %s FROM %s ORDER BY id`, cols, t),
-		claim: fmt.Sprintf(`UPDATE %[1]s SET lease = $1, lease_until = $2
-WHERE id IN (SELECT id FROM %[1]s
-	WHERE state = 0 AND next_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) AND kind = ANY($4)
-	ORDER BY next_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
+		// The ops no lease holds, from their index, and those whose lease
+		// lapsed, from theirs; $6 is added to each one's attempts (1 when
+		// the claim counts the attempt it is for, see outbox.ClaimRequest).
+		claim: fmt.Sprintf(`WITH free AS (SELECT id FROM %[1]s WHERE state = 0 AND lease IS NULL AND next_at <= $3 AND kind = ANY($4)
+		ORDER BY next_at, id LIMIT $5 FOR UPDATE SKIP LOCKED),
+	lapsed AS (SELECT id FROM %[1]s WHERE state = 0 AND lease IS NOT NULL AND lease_until <= $3 AND next_at <= $3 AND kind = ANY($4)
+		ORDER BY lease_until LIMIT $5 FOR UPDATE SKIP LOCKED)
+UPDATE %[1]s SET lease = $1, lease_until = $2, attempts = attempts + $6
+WHERE id IN (SELECT id FROM (SELECT id FROM free UNION ALL SELECT id FROM lapsed) AS due LIMIT $5)
 RETURNING %[2]s`, t, cols),
 		renew: fmt.Sprintf(`UPDATE %s AS t SET lease_until = $3 FROM unnest($1::text[], $2::text[]) AS h(key, lease)
 WHERE t.key = h.key AND t.lease = h.lease RETURNING t.key`, t),
