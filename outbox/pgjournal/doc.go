@@ -57,7 +57,10 @@
 // pg_notify in the same statement, on a channel named after the table;
 // PostgreSQL sends the notice at commit, and every Run over the table,
 // which LISTENs on a connection of its own (see [Journal.Listen]), claims
-// at once instead of at its next poll. Claim is
+// at once instead of at its next poll. Commits that notify take turns in
+// PostgreSQL, so a statement that runs while another of the Journal's does,
+// within 5 ms of a notice, sends none; every Run claims again 10 ms after
+// each notice it hears, which finds those. Claim is
 //
 //	WITH free AS (SELECT id FROM outbox_ops WHERE state = 0 AND lease IS NULL
 //			AND next_at <= $now AND kind = ANY($kinds)

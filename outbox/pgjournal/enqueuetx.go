@@ -34,7 +34,12 @@ func (j *Journal) EnqueueTx(ctx context.Context, tx pgx.Tx, op outbox.Op) (key s
 	if err != nil {
 		return "", err
 	}
-	err = tx.QueryRow(ctx, j.sql.enqueue, args(e)...).Scan(&key)
+	q := j.sql.enqueueQuiet
+	if j.notices.take() {
+		q = j.sql.enqueue
+	}
+	err = tx.QueryRow(ctx, q, args(e)...).Scan(&key)
+	j.notices.done()
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", outbox.ErrKeyConflict

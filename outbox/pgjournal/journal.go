@@ -38,6 +38,7 @@ type Journal struct {
 	pool     *pgxpool.Pool
 	sql      sqlText
 	defaults atomic.Pointer[outbox.Defaults] // nil until an Outbox gives its own
+	notices  notices
 	closed   atomic.Bool
 }
 
@@ -170,8 +171,14 @@ func (j *Journal) Add(ctx context.Context, e outbox.Entry) error {
 	if err := j.check(); err != nil {
 		return err
 	}
+	q := j.sql.addQuiet
+	if j.notices.take() {
+		q = j.sql.add
+	}
 	var n int64
-	if err := j.pool.QueryRow(ctx, j.sql.add, args(e)...).Scan(&n); err != nil {
+	err := j.pool.QueryRow(ctx, q, args(e)...).Scan(&n)
+	j.notices.done()
+	if err != nil {
 		return fmt.Errorf("pgjournal: add: %w", err)
 	}
 	if n == 0 {

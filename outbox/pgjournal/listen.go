@@ -22,8 +22,9 @@ const (
 
 // Listen LISTENs on the table's channel, on a connection of its own (made
 // with the pool's config, outside the pool, so that it never holds one of
-// the pool's), and calls wake at each notice of Add or EnqueueTx, and
-// once after each time it connects. A connection that fails is made again
+// the pool's), and calls wake at each notice of Add or EnqueueTx, once
+// more 10 ms after a notice (for the statements that sent none, see the
+// package doc), and once after each time it connects. A connection that fails is made again
 // after a backoff that doubles from 10 ms to at most 5 s, and starts again
 // from 10 ms once a connection has held. It returns nil when ctx ends;
 // outbox.Outbox.Run calls it.
@@ -68,10 +69,33 @@ func (j *Journal) listen(ctx context.Context, wake func()) error {
 		return fmt.Errorf("pgjournal: listen: %w", err)
 	}
 	wake() // what was committed before the LISTEN had no listener
+	// trail is when to wake once more after a notice, for the ops whose
+	// statements sent none (notice.go); zero when none is due.
+	var trail time.Time
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if !trail.IsZero() {
+			wctx, cancel = context.WithDeadline(ctx, trail)
+		}
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			wake()
+			if trail.IsZero() {
+				trail = time.Now().Add(noticeTrail)
+			}
+		case ctx.Err() == nil && wctx.Err() != nil && !trail.IsZero():
+			// The trailing wake: the wait's deadline passed. pgx keeps a
+			// connection whose read timed out; if it closed it anyway, the
+			// next listen connects again.
+			wake()
+			trail = time.Time{}
+			if conn.IsClosed() {
+				return nil
+			}
+		default:
 			return fmt.Errorf("pgjournal: listen: %w", err)
 		}
-		wake()
 	}
 }

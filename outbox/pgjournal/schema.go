@@ -52,7 +52,10 @@ type sqlText struct {
 	table, create, ready, channel                   string
 	lock                                            int64 // advisory lock key of the table's creation
 	add, enqueue, update, owner, load, claim, renew string
-	release, get, counts, dead, reap                string
+	// addQuiet and enqueueQuiet are add and enqueue without the notice:
+	// see notice.go.
+	addQuiet, enqueueQuiet           string
+	release, get, counts, dead, reap string
 }
 
 // cols are the columns of an Entry, in the order scan reads them.
@@ -81,7 +84,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key
 	if schema != "" {
 		old = pgx.Identifier{parts[0], name + "_due"}
 	}
-	return sqlText{
+	q := sqlText{
 		table:   t,
 		channel: channel,
 		create:  fmt.Sprintf(createSQL, t, ident("_ready"), ident("_leased"), old.Sanitize()),
@@ -133,7 +136,11 @@ WHERE t.key = h.key AND t.lease = h.lease RETURNING t.key`, t),
 		// first, skipping rows another transaction holds.
 		reap: fmt.Sprintf(`DELETE FROM %[1]s WHERE id IN (SELECT id FROM %[1]s
 	WHERE state = 1 AND finished < $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`, t),
-	}, nil
+	}
+	notice := fmt.Sprintf(" CROSS JOIN LATERAL (SELECT pg_notify(%s, '')) AS n", quoteLiteral(channel))
+	q.addQuiet = strings.Replace(q.add, notice, "", 1)
+	q.enqueueQuiet = strings.Replace(q.enqueue, notice, "", 1)
+	return q, nil
 }
 
 // quoteLiteral quotes s, an identifier tableName accepted (letters,
