@@ -19,6 +19,7 @@ type memShared struct {
 	tokens int
 	claims int // Claim calls
 	loads  int // Load calls
+	writes int // Update calls
 }
 
 type memOp struct {
@@ -68,6 +69,7 @@ func (h *memHandle) Update(_ context.Context, e outbox.Entry) error {
 		return err
 	}
 	defer m.mu.Unlock()
+	m.writes++
 	p, ok := m.ops[e.Op.Key]
 	if !ok {
 		return fmt.Errorf("memShared: update of an unknown key")
@@ -124,6 +126,9 @@ func (h *memHandle) Claim(_ context.Context, c outbox.ClaimRequest) ([]outbox.En
 	es := make([]outbox.Entry, len(due))
 	for i, p := range due {
 		p.e.Lease, p.until = fmt.Sprintf("%s#%d", c.Owner, m.tokens), c.Until
+		if c.Count {
+			p.e.Attempts++
+		}
 		es[i] = p.e
 	}
 	return es, nil
@@ -172,6 +177,12 @@ func (m *memShared) steal(key string) {
 	defer m.mu.Unlock()
 	m.ops[key].e.Lease = "thief#1"
 	m.ops[key].until = time.Now().Add(time.Hour)
+}
+
+func (m *memShared) updates() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writes
 }
 
 func (m *memShared) counts() (claims, loads int) {

@@ -115,6 +115,13 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	o.mu.Lock()
 	e, budgeted := p.e, p.budgeted
 	o.mu.Unlock()
+	// Over a SharedJournal, the claim counted this attempt (ClaimRequest.
+	// Count): e is the op as it was before, and every path below that
+	// makes no attempt writes it back so, giving the count back.
+	claimed := o.shared != nil
+	if claimed {
+		e.Attempts--
+	}
 	now := o.clock.Now()
 	pol := o.policyFor(e.Op.Kind)
 	switch {
@@ -138,11 +145,23 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 		o.mu.Unlock()
 	}
 
-	// The count is durable before the call, so that a crash cannot hide it.
+	// The count is durable before the call, so that a crash cannot hide
+	// it: the claim wrote it, or this write does.
 	prev := e
 	e.Attempts++
 	e.Trace = beginAttempt(e.Trace, e.Next, now)
-	if err := o.save(ctx, p, e); err != nil {
+	if claimed {
+		if ctx.Err() != nil { // stopped before the call: the count goes back
+			if err := o.save(context.WithoutCancel(ctx), p, prev); err != nil {
+				return err
+			}
+			return o.requeue(p, prev)
+		}
+		o.mu.Lock()
+		e.Lease = p.e.Lease // as save does: a re-claim may have moved it
+		p.e = e
+		o.mu.Unlock()
+	} else if err := o.save(ctx, p, e); err != nil {
 		if ctx.Err() != nil {
 			return o.requeue(p, prev) // stopped before the call
 		}

@@ -27,7 +27,10 @@ import (
 //     returns their latest state, earliest Next first, each with Lease set
 //     to a token that no other claim was or will be given. Ops that a
 //     concurrent Claim is taking are skipped, not waited for (in SQL, FOR
-//     UPDATE SKIP LOCKED), so that no op is given to two claims.
+//     UPDATE SKIP LOCKED), so that no op is given to two claims. With
+//     c.Count, the same write adds 1 to each claimed op's Attempts, and the
+//     entries returned hold the new count: the claim counts the attempt it
+//     is for, durably before the call, in the statement that claims.
 //   - Update is fenced: it writes only when e.Lease is the op's lease (an
 //     empty e.Lease: the op has none), and otherwise changes nothing and
 //     returns an error matching [ErrLeaseLost], so that a process whose
@@ -77,6 +80,12 @@ type ClaimRequest struct {
 	Now   time.Time // ops due at or before Now; leases ended by Now have lapsed
 	Until time.Time // the end of the lease given
 	Limit int       // at most this many ops, at least 1
+	// Count adds 1 to the Attempts of each op claimed, in the claim's
+	// write. Run sets it, so that a crash after the claim leaves the
+	// attempt counted without a write of its own before the call; an op
+	// it then does not attempt (a guard refuses it, Run stops) gets the
+	// count back with the write that puts it back.
+	Count bool
 }
 
 // ErrLeaseLost is matched by the error of a [SharedJournal]'s Update of an
@@ -184,7 +193,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		if (claimNow || more && 2*free >= o.concurrency) && free > 0 && len(kinds) > 0 {
 			claimNow, more = false, false
 			limit := free
-			es, err := s.j.Claim(ctx, ClaimRequest{Owner: s.owner, Kinds: kinds, Now: now, Until: now.Add(s.lease), Limit: limit})
+			es, err := s.j.Claim(ctx, ClaimRequest{Owner: s.owner, Kinds: kinds, Now: now, Until: now.Add(s.lease), Limit: limit, Count: true})
 			if err != nil {
 				if ctx.Err() == nil {
 					cancel(fmt.Errorf("outbox: claim: %w", err))

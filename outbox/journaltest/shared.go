@@ -21,6 +21,7 @@ func runShared(t *testing.T, newStore func(t *testing.T) Open) {
 		{"ClaimDue", testClaimDue},
 		{"ClaimOrderLimit", testClaimOrderLimit},
 		{"ClaimHeld", testClaimHeld},
+		{"ClaimCount", testClaimCount},
 		{"Fencing", testFencing},
 		{"Release", testRelease},
 		{"Renew", testRenew},
@@ -119,6 +120,37 @@ func testClaimHeld(t *testing.T, open Open) {
 	wantKeys(t, "b's Claim once a's lease ended", second, "k")
 	if len(first) == 1 && len(second) == 1 && first[0].Lease == second[0].Lease {
 		t.Errorf("two claims got the same lease token %q", first[0].Lease)
+	}
+}
+
+// A Claim with Count counts the attempt it is for in its own write: the
+// entry it returns, and the journal after it (a crash next), hold one
+// more attempt; a Claim without Count leaves the count as it was.
+func testClaimCount(t *testing.T, open Open) {
+	ctx := context.Background()
+	j := mustShared(t, open)
+	e := Entry("k", 1)
+	e.Attempts = 2
+	must(t, "Add", j.Add(ctx, e))
+	now := at.Add(time.Second)
+	es, err := j.Claim(ctx, outbox.ClaimRequest{Owner: "a", Kinds: []string{"send"}, Now: now, Until: now.Add(time.Second), Limit: 1, Count: true})
+	must(t, "Claim with Count", err)
+	wantKeys(t, "Claim with Count", es, "k")
+	if len(es) == 1 && es[0].Attempts != 3 {
+		t.Errorf("Claim with Count returned Attempts %d, want 3", es[0].Attempts)
+	}
+	later := now.Add(2 * time.Second) // the lease lapsed, as after a crash
+	got := claim(t, j, "b", later, time.Minute, 1)
+	wantKeys(t, "Claim once the counted claim's lease lapsed", got, "k")
+	if len(got) == 1 && got[0].Attempts != 3 {
+		t.Errorf("after a counted claim and a crash, Attempts %d, want 3", got[0].Attempts)
+	}
+	if len(got) == 1 {
+		must(t, "Release", j.Release(ctx, got[0]))
+	}
+	again := claim(t, j, "c", later, time.Minute, 1)
+	if len(again) == 1 && again[0].Attempts != 3 {
+		t.Errorf("after a Claim without Count, Attempts %d, want 3", again[0].Attempts)
 	}
 }
 

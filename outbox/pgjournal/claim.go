@@ -16,7 +16,8 @@ import (
 
 // Claim leases due ops to c.Owner in one statement (UPDATE … WHERE id IN
 // (SELECT … FOR UPDATE SKIP LOCKED)): see [outbox.SharedJournal]. The
-// lease token is c.Owner, '#' and 64 random bits, new to each call.
+// lease token is c.Owner, '#' and 64 random bits, new to each call. With
+// c.Count, the statement adds 1 to each claimed op's attempts.
 func (j *Journal) Claim(ctx context.Context, c outbox.ClaimRequest) ([]outbox.Entry, error) {
 	if err := j.check(); err != nil {
 		return nil, err
@@ -30,7 +31,11 @@ func (j *Journal) Claim(ctx context.Context, c outbox.ClaimRequest) ([]outbox.En
 		return nil, nil
 	}
 	token := c.Owner + "#" + rand.Text()[:13]
-	rows, err := j.pool.Query(ctx, j.sql.claim, token, c.Until, c.Now, c.Kinds, c.Limit, 0)
+	count := 0
+	if c.Count {
+		count = 1 // the attempt claimed for, counted in the claim's write
+	}
+	rows, err := j.pool.Query(ctx, j.sql.claim, token, c.Until, c.Now, c.Kinds, c.Limit, count)
 	if err != nil {
 		return nil, fmt.Errorf("pgjournal: claim: %w", err)
 	}

@@ -264,6 +264,9 @@ func TestCrashHarness(t *testing.T) {
 	assert.Len(t, s.effects, n, "no effect for an op that was never enqueued")
 	// A kill cuts at most the sends in flight in that child short.
 	assert.LessOrEqual(t, extra, killed*concurrency, "extra sends")
+	// Every send was counted before it went (the claim counts it): a kill
+	// never leaves an attempt uncounted.
+	assert.GreaterOrEqual(t, attempts, s.sends, "attempts recorded, against sends")
 }
 
 // crashChild runs the child's part when the test binary was started as
