@@ -16,9 +16,10 @@
 // Classifier decides whether an error is worth another attempt;
 // retry.Permanent ends an op at once; retry.RetryAfter sets a least wait;
 // MaxAttempts counts handler calls made by every process, since the count
-// is written before each call; the time of the next attempt is drawn once
-// with the Policy's Jitter and written, so that a restart neither resets
-// the backoff nor brings a fleet back as one herd. An op past its NotAfter
+// is durable before each call (over a SharedJournal, in the claim); the
+// time of the next attempt is drawn once with the Policy's Jitter and
+// written, so that a restart neither resets the backoff nor brings a fleet
+// back as one herd. An op past its NotAfter
 // (24h after Enqueue by default) or out of attempts is recorded as failed
 // with its last error and its retry.Trace: a dead letter, listed by
 // [Outbox.DeadLetters] and run again by [Outbox.Redrive]. An op that

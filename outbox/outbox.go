@@ -32,7 +32,7 @@ const defaultMaxAttempts = 4
 // given up, resuming after a restart where the previous process stopped.
 //
 // The rules are retry.Do's, applied across processes: the key never
-// changes; the attempt count is written before each call, so MaxAttempts
+// changes; the attempt count is durable before each call, so MaxAttempts
 // counts calls made by every process, one cut short by a crash included;
 // the time of the next attempt is drawn once, with the Policy's Jitter, and
 // written, so that neither a restart resets the backoff nor a fleet that

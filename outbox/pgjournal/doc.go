@@ -72,7 +72,10 @@
 //	WHERE id IN (SELECT id FROM (SELECT id FROM free UNION ALL SELECT id FROM lapsed) AS due LIMIT $limit)
 //	RETURNING …
 //
-// so that concurrent claims skip each other's rows instead of waiting.
+// so that concurrent claims skip each other's rows instead of waiting;
+// $count is 1 when the claim counts the attempt it is for
+// (outbox.ClaimRequest.Count, as Run asks), so that an attempt that
+// succeeds costs one Update after it, its outcome.
 // Update is fenced: its WHERE clause requires the lease it was given
 // (lease IS NOT DISTINCT FROM $lease), so that a process whose lease
 // lapsed and was taken changes nothing and gets outbox.ErrLeaseLost; an
