@@ -83,7 +83,7 @@ func (j *Journal) listen(ctx context.Context, wake func()) error {
 		case err == nil:
 			wake()
 			if trail.IsZero() {
-				trail = time.Now().Add(noticeTrail)
+				trail = time.Now().Add(j.notices.trailing())
 			}
 		case ctx.Err() == nil && wctx.Err() != nil && !trail.IsZero():
 			// The trailing wake: the wait's deadline passed. pgx keeps a

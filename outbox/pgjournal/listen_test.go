@@ -154,7 +154,9 @@ func TestEnqueueTxBurstSendsFewNoticesAndRunsAll(t *testing.T) {
 // not at the hour-long poll.
 func TestAQuietEnqueueTxRunsAfterTheNotice(t *testing.T) {
 	j, pool := newJournal(t)
-	pgjournal.QuietFor(j, time.Hour) // one notice: the first statement's
+	// One notice, the first statement's, and the claim after it 2 s
+	// later: long enough for the quiet commit below on any machine.
+	pgjournal.QuietFor(j, time.Hour, 2*time.Second)
 	ctx := context.Background()
 	ran := make(chan string, 4)
 	runOutbox(t, j, func(_ context.Context, op outbox.Op) error { ran <- string(op.Payload); return nil })

@@ -30,6 +30,15 @@ type notices struct {
 	running atomic.Int32  // statements of EnqueueTx and Add running
 	every   time.Duration // noticeEvery; a test sets it before first use
 	alone   bool          // a test's: a statement alone is quiet too
+	trail   time.Duration // noticeTrail; a test's, as every
+}
+
+// trailing is how long after a notice Listen wakes once more.
+func (n *notices) trailing() time.Duration {
+	if n.trail == 0 {
+		return noticeTrail
+	}
+	return n.trail
 }
 
 // start is the origin of notices' times: time.Since reads the monotonic
