@@ -386,16 +386,12 @@ const sweepEvery = time.Hour
 // does not hold every op it ran. It looks at most once every sweepEvery,
 // from the finish of an op: one pass over the ops an hour. o.mu is held.
 func (o *Outbox) forgetExpired(now time.Time) {
-	if d := now.Sub(o.swept); d >= 0 && d < sweepEvery {
-		return
+	var shrunk bool
+	o.ops, shrunk = sweep(o.ops, &o.swept, now, func(p *item) bool {
+		return p.index < 0 && !p.adding && expired(&p.e, now)
+	})
+	if shrunk { // and the heaps' slices, with what they held
+		o.due = clipHeap(o.due)
+		o.byAge = clipHeap(o.byAge)
 	}
-	o.swept = now
-	forgot := 0
-	for k, p := range o.ops {
-		if p.index < 0 && !p.adding && expired(&p.e, now) {
-			delete(o.ops, k)
-			forgot++
-		}
-	}
-	o.shrink(forgot)
 }

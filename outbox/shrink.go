@@ -9,26 +9,34 @@ import (
 // what held them: below it the space left is too small to be worth a copy.
 const shrinkMin = 256
 
-// shrink gives back the space of the ops a sweep just forgot (forgot of
-// them): a Go map keeps the buckets of its deleted keys, and a slice its
-// capacity, so that after a burst of a million ops an Outbox would hold
-// tens of megabytes for ops it no longer knows. When the sweep forgot
-// more than the ops it kept, o.ops is copied into a map of its size, and
-// each heap whose capacity is over four times its length into a slice of
-// its length. It runs once per sweep, at most once an hour, so the copy,
-// linear in the ops kept, is paid once for at least as many ops forgotten.
-// o.mu is held.
-func (o *Outbox) shrink(forgot int) {
-	if forgot < shrinkMin || forgot < len(o.ops) {
-		return
+// sweep deletes from m the entries forget reports, at most once every
+// sweepEvery (*swept is when it last looked), and returns m; when it forgot
+// at least shrinkMin entries and more than it kept, m is copied into a map
+// of its size, and shrunk is true: a Go map keeps the buckets of its
+// deleted keys, so that after a burst of a million ops the Outbox and the
+// FileJournal would hold tens of megabytes for ops they no longer know.
+// It runs at most once an hour, so the copy, linear in the entries kept,
+// is paid once for at least as many forgotten. The caller's lock is held.
+func sweep[V any](m map[string]V, swept *time.Time, now time.Time, forget func(V) bool) (_ map[string]V, shrunk bool) {
+	if d := now.Sub(*swept); d >= 0 && d < sweepEvery {
+		return m, false
 	}
-	ops := make(map[string]*item, len(o.ops))
-	for k, p := range o.ops {
-		ops[k] = p
+	*swept = now
+	forgot := 0
+	for k, v := range m {
+		if forget(v) {
+			delete(m, k)
+			forgot++
+		}
 	}
-	o.ops = ops
-	o.due = clipHeap(o.due)
-	o.byAge = clipHeap(o.byAge)
+	if forgot < shrinkMin || forgot < len(m) {
+		return m, false
+	}
+	kept := make(map[string]V, len(m))
+	for k, v := range m {
+		kept[k] = v
+	}
+	return kept, true
 }
 
 // clipHeap returns h in a slice of its length, if its capacity is over
@@ -45,26 +53,13 @@ func clipHeap[O heapOrder](h itemHeap[O]) itemHeap[O] {
 // it, each would stay in j.entries until the next compaction, which an
 // idle journal never reaches. Their records stay in the file until then;
 // taking their size off j.live brings that compaction nearer. It looks
-// at most once every sweepEvery, from an Add or an Update, and gives the
-// map's space back as shrink does. j.mu is held.
+// at most once every sweepEvery, from an Add or an Update. j.mu is held.
 func (j *FileJournal) forgetExpired(now time.Time) {
-	if d := now.Sub(j.swept); d >= 0 && d < sweepEvery {
-		return
-	}
-	j.swept = now
-	forgot := 0
-	for k, e := range j.entries {
-		if expired(&e.Entry, now) {
-			j.live -= e.live
-			delete(j.entries, k)
-			forgot++
+	j.entries, _ = sweep(j.entries, &j.swept, now, func(e *fileEntry) bool {
+		if !expired(&e.Entry, now) {
+			return false
 		}
-	}
-	if forgot >= shrinkMin && forgot >= len(j.entries) {
-		entries := make(map[string]*fileEntry, len(j.entries))
-		for k, e := range j.entries {
-			entries[k] = e
-		}
-		j.entries = entries
-	}
+		j.live -= e.live
+		return true
+	})
 }
