@@ -71,10 +71,11 @@ type ThrottleOptions struct {
 // use and takes no lock: while its reject probability is zero, an attempt
 // costs two atomic loads and an atomic add (and otherwise a sum over 16
 // buckets more), and a failed one an atomic add more, until failures
-// since the last sum could have raised the probability. On the real clock, a Throttle made by NewThrottle or a
-// [Throttles] counts attempts at a time read at most once per 10ms (less
-// for a short Window), so that an attempt costs no clock read of its own;
-// RejectProbability reads the clock.
+// since the last sum could have raised the probability. On the real
+// clock, a Throttle made by NewThrottle or a [Throttles] counts attempts
+// at a time read at most once per 10ms (less for a short Window), so that
+// an attempt costs no clock read of its own; RejectProbability reads the
+// clock.
 type Throttle struct {
 	k, maxReject float64
 	minRequests  uint64

@@ -140,7 +140,8 @@ func sameClock(a, b retry.Clock) bool {
 	return a == b
 }
 
-// now and horizon are the defaults' (see UseDefaults).
+// now and horizon are the defaults' (see UseDefaults); without them,
+// horizon is 0, which outbox.NewEntry takes as its 24h.
 func (j *Journal) now() time.Time {
 	if d := j.defaults.Load(); d != nil {
 		return d.Clock.Now()
@@ -152,7 +153,7 @@ func (j *Journal) horizon() time.Duration {
 	if d := j.defaults.Load(); d != nil {
 		return d.Horizon
 	}
-	return 24 * time.Hour
+	return 0
 }
 
 // newTimeout bounds New's look-up in the catalog.
