@@ -168,14 +168,25 @@ func (o *Outbox) runShared(ctx context.Context) error {
 	}
 	for ctx.Err() == nil {
 		o.mu.Lock()
+		var held []*item
 		for o.due.Len() > 0 {
 			// In the journal: a claim finds them. An attempt that failed
 			// put its op back with its next time: claim again then, not at
-			// the next poll, so that a short backoff stays short.
+			// the next poll, so that a short backoff stays short. An op
+			// whose attempt has not yet given its lease back stays in the
+			// heap until it has: a claim before then would not find it, and
+			// would use up its next time.
 			p := heap.Pop(&o.due).(*item)
+			if _, busy := inFlight[p.e.Op.Key]; busy {
+				held = append(held, p)
+				continue
+			}
 			if nextDue.IsZero() || p.e.Next.Before(nextDue) {
 				nextDue = p.e.Next
 			}
+		}
+		for _, p := range held {
+			heap.Push(&o.due, p)
 		}
 		kinds := make([]string, 0, len(o.handlers))
 		for k := range o.handlers {

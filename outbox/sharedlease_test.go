@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/outbox"
 )
 
@@ -120,5 +121,58 @@ func TestAttemptStopsAtItsLeaseEndWhenRenewalsFail(t *testing.T) {
 		}
 		cancel()
 		wg.Wait()
+	})
+}
+
+// slowRelease is a shared journal whose first Release waits for gate: the
+// lease of a failed attempt is still held when Run next claims.
+type slowRelease struct {
+	outbox.SharedJournal
+	gate chan struct{}
+	once sync.Once
+}
+
+func (s *slowRelease) Release(ctx context.Context, e outbox.Entry) error {
+	s.once.Do(func() { <-s.gate })
+	return s.SharedJournal.Release(ctx, e)
+}
+
+// A failed attempt's op is tried again after its backoff even when Run
+// woke (a notice, an Enqueue) and claimed while the attempt's lease was
+// still being given back: the claim that found the op leased must not use
+// up its next time, or the op waits for the poll. (It waited the hour.)
+func TestSharedRetryAfterAClaimDuringRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		j := &slowRelease{SharedJournal: m.handle(), gate: make(chan struct{})}
+		o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Concurrency: 4,
+			Policy: retry.Policy{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Jitter: retry.NoJitter}})
+		require.NoError(t, err)
+		var calls atomic.Int32
+		o.Handle("pay", func(context.Context, outbox.Op) error {
+			if calls.Add(1) == 1 {
+				return errors.New("503")
+			}
+			return nil
+		})
+		o.Handle("other", func(context.Context, outbox.Op) error { return nil })
+		stop := startRun(o)
+		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
+		require.NoError(t, err)
+		synctest.Wait() // the attempt failed; its Release waits
+		require.Equal(t, int32(1), calls.Load())
+
+		// A wake while the lease is held, then a claim at the op's next
+		// time that finds it leased.
+		_, err = o.Enqueue(context.Background(), outbox.Op{Kind: "other"})
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		close(j.gate)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2), calls.Load(), "calls within a second of the release")
+		assert.Equal(t, outbox.Succeeded, m.get(key).State)
+		assert.ErrorIs(t, stop(), context.Canceled)
 	})
 }
