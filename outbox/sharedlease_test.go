@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,6 +174,53 @@ func TestSharedRetryAfterAClaimDuringRelease(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, int32(2), calls.Load(), "calls within a second of the release")
 		assert.Equal(t, outbox.Succeeded, m.get(key).State)
+		assert.ErrorIs(t, stop(), context.Canceled)
+	})
+}
+
+// Ops whose backoffs end a millisecond apart are claimed again a few at a
+// time, at most one claim per 5 ms, not one claim each: 20 ops failing
+// 1 ms apart, retried after 1 ms, take at most 6 claims for their retries.
+// (Each took a claim of its own: 20.)
+func TestSharedRetriesShareClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemShared()
+		o, err := outbox.New(m.handle(), outbox.Options{PollInterval: time.Hour, Concurrency: 20,
+			Policy: retry.Policy{MaxAttempts: 2, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Jitter: retry.NoJitter}})
+		require.NoError(t, err)
+		var mu sync.Mutex
+		tried := map[string]int{}
+		o.Handle("pay", func(_ context.Context, op outbox.Op) error {
+			mu.Lock()
+			tried[string(op.Payload)]++
+			first := tried[string(op.Payload)] == 1
+			mu.Unlock()
+			if first {
+				var i int
+				_, _ = fmt.Sscan(string(op.Payload), &i)
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				return errors.New("503")
+			}
+			return nil
+		})
+		for i := range 20 {
+			e, err := outbox.NewEntry(outbox.Op{Kind: "pay", Payload: fmt.Append(nil, i)}, time.Now(), 0)
+			require.NoError(t, err)
+			require.NoError(t, m.handle().Add(context.Background(), e))
+		}
+		stop := startRun(o)
+		synctest.Wait()
+		claims, _ := m.counts()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		retryClaims, _ := m.counts()
+		retryClaims -= claims
+		mu.Lock()
+		for i := range 20 {
+			assert.Equal(t, 2, tried[fmt.Sprint(i)], "op %d", i)
+		}
+		mu.Unlock()
+		assert.LessOrEqual(t, retryClaims, 6, "claims for the 20 retries")
 		assert.ErrorIs(t, stop(), context.Canceled)
 	})
 }

@@ -98,10 +98,7 @@ func (j *Journal) Release(ctx context.Context, e outbox.Entry) error {
 	if e.Lease == "" {
 		return nil
 	}
-	if _, err := j.pool.Exec(ctx, j.sql.release, e.Op.Key, e.Lease); err != nil {
-		return fmt.Errorf("pgjournal: release: %w", err)
-	}
-	return nil
+	return j.submit(ctx, &write{e: e, release: true})
 }
 
 // Get returns the latest state of the ops among keys, in one statement.

@@ -183,6 +183,7 @@ func TestCrashHarness(t *testing.T) {
 				i := rng.IntN(children)
 				select {
 				case err := <-procs[i].exited:
+					procs[i] = nil // exited: nothing to kill, nothing to wait for
 					t.Fatalf("child %d ended before it was killed (%v); stderr:\n%s", i, err, procs[i].stderr)
 				default:
 				}
@@ -198,6 +199,7 @@ func TestCrashHarness(t *testing.T) {
 	for i, c := range procs {
 		select {
 		case err := <-c.exited:
+			procs[i] = nil // exited: the deferred kill must not wait for it again
 			require.NoError(t, err, "child %d failed; stderr:\n%s", i, c.stderr)
 		case <-limit.C:
 			// Its goroutines say where it waits: SIGQUIT makes a Go

@@ -52,7 +52,12 @@
 //
 // # How each call uses it
 //
-// Every call is one statement. Add and EnqueueTx insert (ON CONFLICT on the
+// Every call is one statement, and concurrent Updates and Releases share
+// theirs: a write that finds another being committed waits for it, and
+// the writes that queued meanwhile go in one statement and one commit
+// (up to 500), each returning once it is committed, so that an outcome
+// Update has returned is durable before Wait reports the op done. Add
+// and EnqueueTx insert (ON CONFLICT on the
 // key, so that a duplicate never aborts the caller's transaction) and call
 // pg_notify in the same statement, on a channel named after the table;
 // PostgreSQL sends the notice at commit, and every Run over the table,
@@ -80,7 +85,9 @@
 // (lease IS NOT DISTINCT FROM $lease), so that a process whose lease
 // lapsed and was taken changes nothing and gets outbox.ErrLeaseLost; an
 // Update to succeeded or failed clears the lease. Renew and Release match
-// the key and the token too.
+// the key and the token too. The statements that write many rows
+// (a batch, Renew) lock them first in key order, so that two processes
+// whose leases overlap after a lapse never deadlock.
 //
 // Times are the Outbox's clock readings, not the database's: the clocks of
 // the processes must agree to well within Options.Lease of the Outbox.

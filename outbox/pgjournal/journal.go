@@ -39,6 +39,7 @@ type Journal struct {
 	sql      sqlText
 	defaults atomic.Pointer[outbox.Defaults] // nil until an Outbox gives its own
 	notices  notices
+	batch    batcher
 	closed   atomic.Bool
 }
 
@@ -189,28 +190,14 @@ func (j *Journal) Add(ctx context.Context, e outbox.Entry) error {
 }
 
 // Update writes e's progress, fenced by e.Lease: see
-// [outbox.SharedJournal].
+// [outbox.SharedJournal]. Concurrent Updates and Releases share one
+// statement and one commit (batch.go); each returns once its own write is
+// committed.
 func (j *Journal) Update(ctx context.Context, e outbox.Entry) error {
 	if err := j.check(); err != nil {
 		return err
 	}
-	a := args(e)
-	tag, err := j.pool.Exec(ctx, j.sql.update, e.Op.Key, a[3], a[4], a[5], a[6], a[7], a[9], a[10], a[11], nullText(e.Lease), a[12])
-	if err != nil {
-		return fmt.Errorf("pgjournal: update: %w", err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	// Why not: a rare path, worth a second statement.
-	var lease string
-	switch err := j.pool.QueryRow(ctx, j.sql.owner, e.Op.Key).Scan(&lease); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return errors.New("pgjournal: update of a key the journal does not hold")
-	case err != nil:
-		return fmt.Errorf("pgjournal: update: %w", err)
-	}
-	return outbox.ErrLeaseLost
+	return j.submit(ctx, &write{e: e})
 }
 
 // Load returns every op in the table, in the order they were added.
@@ -251,13 +238,6 @@ func nullTime(t time.Time) any {
 		return nil
 	}
 	return t
-}
-
-func nullText(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // scanAll reads rows of cols, returning the entries and their ids.

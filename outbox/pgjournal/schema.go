@@ -49,13 +49,13 @@ var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0
 
 // sqlText holds the statements for one table name.
 type sqlText struct {
-	table, create, ready, channel                   string
-	lock                                            int64 // advisory lock key of the table's creation
-	add, enqueue, update, owner, load, claim, renew string
+	table, create, ready, channel           string
+	lock                                    int64 // advisory lock key of the table's creation
+	add, enqueue, batch, load, claim, renew string
 	// addQuiet and enqueueQuiet are add and enqueue without the notice:
 	// see notice.go.
-	addQuiet, enqueueQuiet           string
-	release, get, counts, dead, reap string
+	addQuiet, enqueueQuiet  string
+	get, counts, dead, reap string
 }
 
 // cols are the columns of an Entry, in the order scan reads them.
@@ -106,14 +106,30 @@ SELECT count(*) FROM ins CROSS JOIN LATERAL (SELECT pg_notify(%[2]s, '')) AS n`,
 		enqueue: fmt.Sprintf(`WITH ins AS (`+insert+`DO UPDATE SET attempts = %[1]s.attempts
 WHERE %[1]s.kind = EXCLUDED.kind AND (%[1]s.payload = EXCLUDED.payload OR %[1]s.state = 1) RETURNING key)
 SELECT ins.key FROM ins CROSS JOIN LATERAL (SELECT pg_notify(%[2]s, '')) AS n`, t, quoteLiteral(channel)),
+		// The statements that write many rows lock them first in the
+		// order of their keys (l; the count makes the whole of l run
+		// before the first row is written), so that two of them, from
+		// processes whose leases overlap after a lapse, never wait for
+		// each other: PostgreSQL would end one with a deadlock error
+		// after a second, and its Run with it.
+		//
 		// Fenced: only the lease holder (or anyone, when no lease holds the
-		// op) writes; a finished op's lease ends with the write.
-		update: fmt.Sprintf(`UPDATE %s SET not_after = $2, state = $3::smallint, attempts = $4, next_at = $5, last_wait = $6,
-	finished = $7, reason = $8, last_error = $9, trace = $11,
-	lease = CASE WHEN $3::smallint = 0 THEN lease END, lease_until = CASE WHEN $3::smallint = 0 THEN lease_until END
-WHERE key = $1 AND lease IS NOT DISTINCT FROM $10::text`, t),
-		owner: fmt.Sprintf(`SELECT coalesce(lease, '') FROM %s WHERE key = $1`, t),
-		load:  fmt.Sprintf(`SELECT %s FROM %s ORDER BY id`, cols, t),
+		// op) writes; a finished op's lease ends with the write. One
+		// statement for a batch of Updates ($1-$11, an array each) and
+		// Releases ($12, $13): see batch.go. The Releases' CTE runs though
+		// nothing reads it, as every data-modifying CTE does.
+		batch: fmt.Sprintf(`WITH l AS MATERIALIZED (SELECT key FROM %[1]s WHERE key = ANY($1) OR key = ANY($12) ORDER BY key FOR UPDATE),
+u AS (UPDATE %[1]s AS t SET not_after = v.not_after, state = v.state, attempts = v.attempts,
+	next_at = v.next_at, last_wait = v.last_wait, finished = v.finished, reason = v.reason, last_error = v.last_error, trace = v.trace,
+	lease = CASE WHEN v.state = 0 THEN t.lease END, lease_until = CASE WHEN v.state = 0 THEN t.lease_until END
+FROM unnest($1::text[], $2::timestamptz[], $3::smallint[], $4::integer[], $5::timestamptz[], $6::bigint[], $7::timestamptz[],
+	$8::text[], $9::text[], $10::text[], $11::bytea[])
+	AS v(key, not_after, state, attempts, next_at, last_wait, finished, reason, last_error, lease, trace)
+WHERE t.key = v.key AND t.lease IS NOT DISTINCT FROM v.lease AND (SELECT count(*) FROM l) >= 0 RETURNING t.key),
+r AS (UPDATE %[1]s AS t SET lease = NULL, lease_until = NULL FROM unnest($12::text[], $13::text[]) AS h(key, lease)
+WHERE t.key = h.key AND t.lease = h.lease AND (SELECT count(*) FROM l) >= 0)
+SELECT key FROM u`, t),
+		load: fmt.Sprintf(`SELECT %s FROM %s ORDER BY id`, cols, t),
 		// The ops no lease holds, from their index, and those whose lease
 		// lapsed, from theirs; $6 is added to each one's attempts (1 when
 		// the claim counts the attempt it is for, see outbox.ClaimRequest).
@@ -124,14 +140,14 @@ WHERE key = $1 AND lease IS NOT DISTINCT FROM $10::text`, t),
 UPDATE %[1]s SET lease = $1, lease_until = $2, attempts = attempts + $6
 WHERE id IN (SELECT id FROM (SELECT id FROM free UNION ALL SELECT id FROM lapsed) AS due LIMIT $5)
 RETURNING %[2]s`, t, cols),
-		renew: fmt.Sprintf(`UPDATE %s AS t SET lease_until = $3 FROM unnest($1::text[], $2::text[]) AS h(key, lease)
-WHERE t.key = h.key AND t.lease = h.lease RETURNING t.key`, t),
+		renew: fmt.Sprintf(`WITH l AS MATERIALIZED (SELECT key FROM %[1]s WHERE key = ANY($1) ORDER BY key FOR UPDATE)
+UPDATE %[1]s AS t SET lease_until = $3 FROM unnest($1::text[], $2::text[]) AS h(key, lease)
+WHERE t.key = h.key AND t.lease = h.lease AND (SELECT count(*) FROM l) >= 0 RETURNING t.key`, t),
 		get: fmt.Sprintf(`SELECT %s FROM %s WHERE key = ANY($1)`, cols, t),
 		counts: fmt.Sprintf(`SELECT count(*) FILTER (WHERE state = 0 AND (lease_until IS NULL OR lease_until <= $1)),
 	count(*) FILTER (WHERE state = 0 AND lease_until > $1), count(*) FILTER (WHERE state = 2),
 	min(enqueued) FILTER (WHERE state = 0) FROM %s`, t),
-		release: fmt.Sprintf(`UPDATE %s SET lease = NULL, lease_until = NULL WHERE key = $1 AND lease = $2`, t),
-		dead:    fmt.Sprintf(`SELECT %s FROM %s WHERE state = 2 ORDER BY id`, cols, t),
+		dead: fmt.Sprintf(`SELECT %s FROM %s WHERE state = 2 ORDER BY id`, cols, t),
 		// The succeeded ops finished before $1, at most $2 of them, oldest
 		// first, skipping rows another transaction holds.
 		reap: fmt.Sprintf(`DELETE FROM %[1]s WHERE id IN (SELECT id FROM %[1]s
