@@ -49,7 +49,11 @@ type Options struct {
 	// given up [24h].
 	Horizon time.Duration
 
-	// Concurrency is how many handler calls Run makes at once [1].
+	// Concurrency is how many handler calls Run makes at once [1]. A call
+	// that has returned holds no slot while its outcome is written, so
+	// that the next calls run during the journal's commit (at most four
+	// times Concurrency attempts are in flight, in their call or their
+	// write); the op is reported done once its outcome is written.
 	Concurrency int
 
 	// PollInterval is how often Run asks a [SharedJournal] for due ops

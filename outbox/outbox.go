@@ -90,7 +90,11 @@ type item struct {
 	// it allows, and an attempt given back is sent again uncounted.
 	budgeted bool
 	redrive  bool // a Redrive is writing
-	inCall   bool // counted as running, see callStarted
+	// Over a SharedJournal: released says the attempt's last write gave
+	// its lease back (ReleasingJournal), leaseDone that the attempt no
+	// longer uses its lease (shared.go's startShared).
+	released, leaseDone bool
+	inCall              bool // counted as running, see callStarted
 	// inCallOwn, counted and dead say where Stats counts the op.
 	inCallOwn, counted, dead bool
 	call                     uint64 // calls started, see callStarted

@@ -51,13 +51,17 @@ func (o *Outbox) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	finished := make(chan struct{}, o.concurrency) // never blocks: one per call
-	inFlight := 0
+	// A slot is a handler call: an attempt whose handler has returned
+	// holds none while its outcome is written (see maxWriting),
+	// so that the next calls run during the commit. done tells an
+	// attempt's end, after its "called" (false).
+	events := make(chan bool, 2*maxWriting*o.concurrency) // never blocks: two per attempt in flight
+	inFlight, running := 0, 0
 	for ctx.Err() == nil {
 		now := o.clock.Now()
 		wait := time.Duration(-1)
 		o.mu.Lock()
-		for inFlight < o.concurrency && o.due.Len() > 0 {
+		for running < o.concurrency && inFlight < maxWriting*o.concurrency && o.due.Len() > 0 {
 			p := o.due[0]
 			if p.e.Next.After(now) {
 				wait = p.e.Next.Sub(now)
@@ -70,17 +74,22 @@ func (o *Outbox) Run(ctx context.Context) error {
 				continue
 			}
 			inFlight++
+			running++
 			gen := o.callStarted(p)
 			go func() {
+				called := false
 				defer func() {
 					o.mu.Lock()
 					if p.call == gen { // not yet settled, nor run again since
 						o.callEnded(p)
 					}
 					o.mu.Unlock()
-					finished <- struct{}{}
+					if !called {
+						events <- false
+					}
+					events <- true
 				}()
-				if err := o.attempt(ctx, p, h); err != nil {
+				if err := o.attempt(ctx, p, h, func() { called = true; events <- false }); err != nil {
 					cancel(err)
 				}
 			}()
@@ -96,22 +105,36 @@ func (o *Outbox) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-o.wake:
-		case <-finished:
-			inFlight--
+		case done := <-events:
+			if done {
+				inFlight--
+			} else {
+				running--
+			}
 		case <-timer:
 		}
 		stop()
 	}
-	for ; inFlight > 0; inFlight-- {
-		<-finished
+	for inFlight > 0 {
+		if <-events {
+			inFlight--
+		}
 	}
 	return context.Cause(ctx)
 }
 
+// maxWriting bounds the attempts in flight, as a multiple of Concurrency:
+// those whose handler runs, and those whose outcome is being written. At
+// 2, a claim of ops that failed was cut to the slots left by the writes
+// of the last: a failed attempt over a SharedJournal writes twice.
+const maxWriting = 4
+
 // attempt makes one attempt of p, or finishes it without one when it is
 // past NotAfter or out of attempts, and writes what happened. It returns an
-// error only when the journal fails, which stops Run.
-func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
+// error only when the journal fails, which stops Run. called, when not
+// nil, is called once the handler has returned, before the outcome is
+// written.
+func (o *Outbox) attempt(ctx context.Context, p *item, h Handler, called func()) error {
 	o.mu.Lock()
 	e, budgeted := p.e, p.budgeted
 	o.mu.Unlock()
@@ -175,6 +198,9 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler) error {
 	sent := o.holdEpoch()
 	err := o.call(hctx, &pol, h, e.Op)
 	release()
+	if called != nil {
+		called()
+	}
 	end := o.clock.Now()
 	if err == nil {
 		o.clearHold(e.Op.Kind, sent)
@@ -312,14 +338,21 @@ func (o *Outbox) save(ctx context.Context, p *item, e Entry) error {
 	o.mu.Lock()
 	e.Lease = p.e.Lease
 	o.mu.Unlock()
-	err := o.j.Update(ctx, e)
+	// Over a SharedJournal every write of a pending op ends its attempt
+	// (the claim counted the attempt, see attempt): a ReleasingJournal
+	// gives the lease back in the same write.
+	write, releases := o.j.Update, false
+	if o.shared != nil && o.shared.rel != nil && e.State == Pending {
+		write, releases = o.shared.rel.UpdateRelease, true
+	}
+	err := write(ctx, e)
 	if errors.Is(err, ErrLeaseLost) {
 		o.mu.Lock()
 		lease := p.e.Lease
 		o.mu.Unlock()
 		if lease != e.Lease {
 			e.Lease = lease
-			err = o.j.Update(ctx, e)
+			err = write(ctx, e)
 		}
 	}
 	if err != nil {
@@ -329,14 +362,24 @@ func (o *Outbox) save(ctx context.Context, p *item, e Entry) error {
 		return fmt.Errorf("outbox: journal: %w", err)
 	}
 	o.mu.Lock()
+	// A claim made here once the write had given the lease back moved
+	// the op's lease to it (startShared): e keeps the new lease, which is
+	// not given back yet.
+	moved := p.e.Lease != e.Lease
+	e.Lease = p.e.Lease
 	p.e = e
+	if releases && !moved {
+		p.released = true
+	}
 	o.mu.Unlock()
 	return nil
 }
 
-// requeue puts p back among the pending ops, as e.
+// requeue puts p back among the pending ops, as e, under the lease p
+// holds now (a claim may have moved it since e was read).
 func (o *Outbox) requeue(p *item, e Entry) error {
 	o.mu.Lock()
+	e.Lease = p.e.Lease
 	p.e = e
 	heap.Push(&o.due, p)
 	o.callEnded(p)

@@ -73,6 +73,21 @@ type ListeningJournal interface {
 	Listen(ctx context.Context, wake func()) error
 }
 
+// ReleasingJournal is a [SharedJournal] that writes a pending op and
+// gives its lease back in one write, where Update then Release take two:
+// what Run does at the end of each attempt that leaves its op pending (a
+// failure it will retry, a refusal, a stop). Run uses UpdateRelease when
+// the journal has it.
+//
+// UpdateRelease writes e, a Pending entry, as Update does, fenced by
+// e.Lease ([ErrLeaseLost] when another lease holds the op), and ends that
+// lease in the same write, so that another process may claim the op at
+// once.
+type ReleasingJournal interface {
+	SharedJournal
+	UpdateRelease(ctx context.Context, e Entry) error
+}
+
 // ClaimRequest asks a [SharedJournal] for due ops.
 type ClaimRequest struct {
 	Owner string    // who claims: one name per Outbox, for the journal's records
@@ -96,6 +111,7 @@ var ErrLeaseLost = errors.New("outbox: the op's lease is held by another claim")
 // sharedRun is an Outbox's state for a SharedJournal.
 type sharedRun struct {
 	j     SharedJournal
+	rel   ReleasingJournal // j, when it is one
 	owner string
 	poll  time.Duration
 	lease time.Duration
@@ -111,6 +127,7 @@ const (
 
 func newSharedRun(j SharedJournal, opts Options) (*sharedRun, error) {
 	s := &sharedRun{j: j, poll: opts.PollInterval, lease: opts.Lease, owner: ownerName()}
+	s.rel, _ = j.(ReleasingJournal)
 	switch {
 	case s.poll == 0:
 		s.poll = defaultPollInterval
@@ -142,6 +159,15 @@ type flight struct {
 	cancel context.CancelFunc // cuts the attempt short when its lease is lost
 	until  time.Time          // the lease is known to hold until then
 	cut    bool               // cancel was called
+	called bool               // the handler returned: the attempt holds no slot while its outcome is written
+}
+
+// slotEvent is what an attempt tells runShared: its handler returned
+// (called), or the attempt ended (done). An attempt's events arrive in
+// that order, on one channel.
+type slotEvent struct {
+	key  string
+	done bool
 }
 
 // runShared is Run over a SharedJournal: it claims due ops instead of
@@ -151,10 +177,26 @@ func (o *Outbox) runShared(ctx context.Context) error {
 	s := o.shared
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	inFlight := make(map[string]*flight, o.concurrency)
-	finished := make(chan string, o.concurrency) // never blocks: one per call
-	claimNow := true                             // a poll or a wake asks for a claim
-	more := false                                // the last claim was full: more may be due
+	// An attempt holds a slot while its handler runs; then, while its
+	// outcome is written, it stays in flight (its lease renewed, its op
+	// busy) without one, as River frees a worker before its completion is
+	// written: a batch of outcomes commits while the next claim's calls
+	// run. At most maxWriting times Concurrency attempts are in flight.
+	inFlight := make(map[string]*flight, maxWriting*o.concurrency)
+	running := 0                                               // attempts in flight whose handler has not returned
+	events := make(chan slotEvent, 2*maxWriting*o.concurrency) // never blocks: two per attempt in flight
+	slots := func() int { return min(o.concurrency-running, maxWriting*o.concurrency-len(inFlight)) }
+	onEvent := func(ev slotEvent) {
+		if f := inFlight[ev.key]; f != nil && !f.called {
+			f.called = true
+			running--
+		}
+		if ev.done {
+			delete(inFlight, ev.key)
+		}
+	}
+	claimNow := true // a poll or a wake asks for a claim
+	more := false    // the last claim was full: more may be due
 	var nextPoll, nextRenew, nextCount, lastClaim time.Time
 	var nextDue time.Time // the earliest known due time of an op put back here
 	if lj, ok := s.j.(ListeningJournal); ok {
@@ -175,12 +217,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		// one claim must not use up the time of an op due after it. An op
 		// whose attempt has not yet given its lease back does not count
 		// until it has: a claim before then would not find it.
-		nextDue = time.Time{}
-		for _, p := range o.due {
-			if _, busy := inFlight[p.e.Op.Key]; !busy && (nextDue.IsZero() || p.e.Next.Before(nextDue)) {
-				nextDue = p.e.Next
-			}
-		}
+		nextDue = earliestFree(o.due, func(k string) bool { _, busy := inFlight[k]; return busy })
 		kinds := make([]string, 0, len(o.handlers))
 		for k := range o.handlers {
 			kinds = append(kinds, k)
@@ -191,7 +228,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		if !now.Before(nextPoll) || !nextDue.IsZero() && !now.Before(dueClaim(nextDue, lastClaim)) {
 			claimNow = true
 		}
-		free := o.concurrency - len(inFlight)
+		free := slots()
 		// After a full claim, claim again once half the slots are free, not
 		// one op at a time: a claim per op would be a statement per op.
 		if (claimNow || more && 2*free >= o.concurrency) && free > 0 && len(kinds) > 0 {
@@ -215,7 +252,9 @@ func (o *Outbox) runShared(ctx context.Context) error {
 				nextRenew = now.Add(s.lease / 3)
 			}
 			for _, e := range es {
-				o.startShared(ctx, cancel, e, now.Add(s.lease), inFlight, finished)
+				if o.startShared(ctx, cancel, e, now.Add(s.lease), inFlight, events) {
+					running++
+				}
 			}
 			if err := o.refresh(ctx, inFlight); err != nil {
 				if ctx.Err() == nil {
@@ -249,7 +288,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		// again.
 		var wait time.Duration
 		timed := false // a poll or a renewal is due at some time; else only events wake the loop
-		if len(kinds) > 0 && len(inFlight) < o.concurrency {
+		if len(kinds) > 0 && slots() > 0 {
 			wait, timed = nextPoll.Sub(now), true // overdue (negative) when the loop ran late
 			if due := dueClaim(nextDue, lastClaim); !nextDue.IsZero() && due.Sub(now) < wait {
 				wait = due.Sub(now)
@@ -272,14 +311,24 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-o.wake:
 			claimNow = true
-		case k := <-finished:
-			delete(inFlight, k)
+		case ev := <-events:
+			onEvent(ev)
+			// And every other that is waiting, so that the next claim
+			// asks for every slot that is free, not for those counted.
+			for drained := false; !drained; {
+				select {
+				case ev := <-events:
+					onEvent(ev)
+				default:
+					drained = true
+				}
+			}
 		case <-timer:
 		}
 		stop()
 	}
 	for len(inFlight) > 0 {
-		delete(inFlight, <-finished)
+		onEvent(<-events)
 	}
 	return context.Cause(ctx)
 }
@@ -290,12 +339,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 func (o *Outbox) forgetTaken(now time.Time, inFlight map[string]*flight) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var taken []*item
-	for _, p := range o.due {
-		if _, busy := inFlight[p.e.Op.Key]; !busy && !p.e.Next.After(now) {
-			taken = append(taken, p)
-		}
-	}
+	taken := dueFree(o.due, now, func(k string) bool { _, busy := inFlight[k]; return busy })
 	for _, p := range taken {
 		heap.Remove(&o.due, p.index) // by index: a removal moves the others
 	}
@@ -318,8 +362,9 @@ func dueClaim(next, last time.Time) time.Time {
 }
 
 // startShared starts the attempt of a claimed op, whose claim holds until
-// until.
-func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, until time.Time, inFlight map[string]*flight, finished chan<- string) {
+// until, and reports whether it did: an op already in flight here keeps
+// its attempt.
+func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, until time.Time, inFlight map[string]*flight, events chan<- slotEvent) bool {
 	key := e.Op.Key
 	if f, busy := inFlight[key]; busy {
 		// Our own lease lapsed (a pause, renewals that failed) and we
@@ -327,13 +372,25 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 		// lease. Giving it back would leave the attempt's renewals with
 		// the old one, which the journal reports lost, and the attempt
 		// would be cut short and the op sent again.
+		//
+		// Unless the attempt is past its lease (its op put back, the lease
+		// given back, the end not yet told here): then the claim is for
+		// the op's next attempt, which starts once this one has ended, and
+		// is given back meanwhile; the op stays due here.
 		o.mu.Lock()
-		f.p.e.Lease = e.Lease
+		ended := f.p.leaseDone
+		if !ended {
+			f.p.e.Lease, f.p.released = e.Lease, false
+		}
 		o.mu.Unlock()
+		if ended {
+			o.shared.release(ctx, e)
+			return false
+		}
 		if !f.cut {
 			f.until = until
 		}
-		return
+		return false
 	}
 	o.mu.Lock()
 	p, known := o.ops[key]
@@ -352,7 +409,7 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 	if p.index >= 0 {
 		heap.Remove(&o.due, p.index)
 	}
-	p.e = e
+	p.e, p.released, p.leaseDone = e, false, false
 	h := o.handlers[e.Op.Kind]
 	gen := o.callStarted(p) // for Stats (stats.go)
 	o.mu.Unlock()
@@ -360,30 +417,32 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 	actx, acancel := context.WithCancel(ctx)
 	inFlight[key] = &flight{p: p, cancel: acancel, until: until}
 	go func() {
-		defer func() { finished <- key }()
-		err := o.attempt(actx, p, h)
+		defer func() { events <- slotEvent{key: key, done: true} }()
+		err := o.attempt(actx, p, h, func() { events <- slotEvent{key: key} })
 		acancel()
 		o.mu.Lock()
 		if p.call == gen {
 			o.callEnded(p)
 		}
-		e := p.e
+		e, released := p.e, p.released
 		if e.State != Pending {
 			p.e.Lease = "" // the journal ended it
 		}
+		p.leaseDone = true
 		if !known {
 			// Claimed, not enqueued, here: nobody here waits for it, and
 			// another process may run its next attempt.
 			delete(o.ops, key)
 		}
 		o.mu.Unlock()
-		if e.State == Pending {
+		if e.State == Pending && !released {
 			o.shared.release(ctx, e)
 		}
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			stopRun(err)
 		}
 	}()
+	return true
 }
 
 // renew extends the leases of the attempts in flight, and cuts short those

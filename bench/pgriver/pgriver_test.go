@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/stormguard/retry"
 	"github.com/stormguard/retry/internal/pgserver"
 	"github.com/stormguard/retry/outbox"
 	"github.com/stormguard/retry/outbox/pgjournal"
@@ -102,7 +103,9 @@ var sides = []side{
 			if err != nil {
 				b.Fatal(err)
 			}
-			o, err := outbox.New(j, outbox.Options{Concurrency: concurrency})
+			// A failed job is tried again after 1 ms, as River's (quickRetry).
+			o, err := outbox.New(j, outbox.Options{Concurrency: concurrency,
+				Policy: retry.Policy{BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Jitter: retry.NoJitter}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -24,6 +24,7 @@ func runShared(t *testing.T, newStore func(t *testing.T) Open) {
 		{"ClaimCount", testClaimCount},
 		{"Fencing", testFencing},
 		{"Release", testRelease},
+		{"UpdateRelease", testUpdateRelease},
 		{"Renew", testRenew},
 		{"FinishEndsLease", testFinishEndsLease},
 		{"ConcurrentClaims", testConcurrentClaims},
@@ -200,6 +201,37 @@ func testRelease(t *testing.T, open Open) {
 	wantKeys(t, "Claim at once after Release", got, "k")
 	if len(got) == 1 && got[0].Attempts != 1 {
 		t.Errorf("claimed Attempts %d, want 1 (written before the Release)", got[0].Attempts)
+	}
+}
+
+// testUpdateRelease checks outbox.ReleasingJournal, for a journal that is
+// one: the write is the Update's, the lease ends with it, and a lease
+// taken since fences it off as it fences an Update.
+func testUpdateRelease(t *testing.T, open Open) {
+	ctx := context.Background()
+	a, b := mustShared(t, open), mustShared(t, open)
+	ra, ok := a.(outbox.ReleasingJournal)
+	if !ok {
+		t.Skip("not an outbox.ReleasingJournal")
+	}
+	must(t, "Add", a.Add(ctx, Entry("k", 1)))
+	now := at.Add(time.Second)
+	e := claim(t, a, "a", now, time.Hour, 1)[0]
+	e.Attempts, e.Reason, e.LastError = 1, "error", "503"
+	must(t, "UpdateRelease", ra.UpdateRelease(ctx, e))
+	got := claim(t, b, "b", now, time.Hour, 1)
+	wantKeys(t, "Claim at once after UpdateRelease", got, "k")
+	if len(got) == 1 && (got[0].Attempts != 1 || got[0].LastError != "503") {
+		t.Errorf("claimed Attempts %d, LastError %q; want 1, %q (written with the release)", got[0].Attempts, got[0].LastError, "503")
+	}
+	e.Attempts = 2
+	if err := ra.UpdateRelease(ctx, e); !errors.Is(err, outbox.ErrLeaseLost) {
+		t.Errorf("UpdateRelease under a lease taken since = %v, want ErrLeaseLost", err)
+	}
+	lost, err := b.Renew(ctx, got, now.Add(time.Hour))
+	must(t, "Renew", err)
+	if len(lost) != 0 {
+		t.Errorf("the stale UpdateRelease ended the new holder's lease: Renew lost %v", lost)
 	}
 }
 

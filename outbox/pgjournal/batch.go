@@ -30,10 +30,11 @@ const (
 	batchTimeout = 30 * time.Second
 )
 
-// write is one Update or Release waiting for its batch.
+// write is one Update, Release or UpdateRelease waiting for its batch.
 type write struct {
 	e       outbox.Entry
-	release bool
+	release bool       // a Release
+	free    bool       // an UpdateRelease: the Update ends the lease
 	done    chan error // buffered: the batch never waits for its caller
 }
 
@@ -112,10 +113,10 @@ func (j *Journal) writeBatch(batch []*write) {
 			relKeys, relLeases = append(relKeys, w.e.Op.Key), append(relLeases, w.e.Lease)
 			continue
 		}
-		u.add(w.e)
+		u.add(w.e, w.free)
 	}
 	rows, err := j.pool.Query(ctx, j.sql.batch, u.keys, u.notAfter, u.state, u.attempts, u.next, u.lastWait,
-		u.finished, u.reason, u.lastError, u.lease, u.trace, relKeys, relLeases)
+		u.finished, u.reason, u.lastError, u.lease, u.trace, relKeys, relLeases, u.free)
 	var written []string
 	if err == nil {
 		for rows.Next() {
@@ -171,8 +172,11 @@ func (j *Journal) whyNot(ctx context.Context, missed []*write) {
 }
 
 func (w *write) verb() string {
-	if w.release {
+	switch {
+	case w.release:
 		return "release"
+	case w.free:
+		return "update and release"
 	}
 	return "update"
 }
@@ -188,9 +192,11 @@ type updateArrays struct {
 	attempts                []int32
 	lastWait                []int64
 	trace                   [][]byte
+	free                    []bool // the write ends the lease (UpdateRelease)
 }
 
-func (u *updateArrays) add(e outbox.Entry) {
+func (u *updateArrays) add(e outbox.Entry, free bool) {
+	u.free = append(u.free, free)
 	u.keys = append(u.keys, e.Op.Key)
 	u.notAfter = append(u.notAfter, e.Op.NotAfter)
 	u.state = append(u.state, int16(e.State))

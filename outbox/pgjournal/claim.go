@@ -101,6 +101,20 @@ func (j *Journal) Release(ctx context.Context, e outbox.Entry) error {
 	return j.submit(ctx, &write{e: e, release: true})
 }
 
+// UpdateRelease writes e, a pending op, and gives its lease back, in one
+// write of a batch (outbox.ReleasingJournal): an attempt that leaves its op
+// pending pays one write where Update then Release paid two, one batch
+// after the other.
+func (j *Journal) UpdateRelease(ctx context.Context, e outbox.Entry) error {
+	if err := j.check(); err != nil {
+		return err
+	}
+	if e.State != outbox.Pending {
+		return fmt.Errorf("pgjournal: UpdateRelease of an op in state %v: only a pending op holds a lease to give back", e.State)
+	}
+	return j.submit(ctx, &write{e: e, free: true})
+}
+
 // Get returns the latest state of the ops among keys, in one statement.
 func (j *Journal) Get(ctx context.Context, keys []string) ([]outbox.Entry, error) {
 	if err := j.check(); err != nil {
@@ -117,7 +131,10 @@ func (j *Journal) Get(ctx context.Context, keys []string) ([]outbox.Entry, error
 	return es, nil
 }
 
-var _ outbox.CountingJournal = (*Journal)(nil)
+var (
+	_ outbox.CountingJournal  = (*Journal)(nil)
+	_ outbox.ReleasingJournal = (*Journal)(nil)
+)
 
 // Counts counts the table's ops, for outbox.Outbox.Stats: pending (no
 // live lease at now), running (leased) and failed, and when the oldest

@@ -121,10 +121,10 @@ SELECT ins.key FROM ins CROSS JOIN LATERAL (SELECT pg_notify(%[2]s, '')) AS n`, 
 		batch: fmt.Sprintf(`WITH l AS MATERIALIZED (SELECT key FROM %[1]s WHERE key = ANY($1) OR key = ANY($12) ORDER BY key FOR UPDATE),
 u AS (UPDATE %[1]s AS t SET not_after = v.not_after, state = v.state, attempts = v.attempts,
 	next_at = v.next_at, last_wait = v.last_wait, finished = v.finished, reason = v.reason, last_error = v.last_error, trace = v.trace,
-	lease = CASE WHEN v.state = 0 THEN t.lease END, lease_until = CASE WHEN v.state = 0 THEN t.lease_until END
+	lease = CASE WHEN v.state = 0 AND NOT v.free THEN t.lease END, lease_until = CASE WHEN v.state = 0 AND NOT v.free THEN t.lease_until END
 FROM unnest($1::text[], $2::timestamptz[], $3::smallint[], $4::integer[], $5::timestamptz[], $6::bigint[], $7::timestamptz[],
-	$8::text[], $9::text[], $10::text[], $11::bytea[])
-	AS v(key, not_after, state, attempts, next_at, last_wait, finished, reason, last_error, lease, trace)
+	$8::text[], $9::text[], $10::text[], $11::bytea[], $14::boolean[])
+	AS v(key, not_after, state, attempts, next_at, last_wait, finished, reason, last_error, lease, trace, free)
 WHERE t.key = v.key AND t.lease IS NOT DISTINCT FROM v.lease AND (SELECT count(*) FROM l) >= 0 RETURNING t.key),
 r AS (UPDATE %[1]s AS t SET lease = NULL, lease_until = NULL FROM unnest($12::text[], $13::text[]) AS h(key, lease)
 WHERE t.key = h.key AND t.lease = h.lease AND (SELECT count(*) FROM l) >= 0)
