@@ -132,8 +132,8 @@ const maxWriting = 4
 // attempt makes one attempt of p, or finishes it without one when it is
 // past NotAfter or out of attempts, and writes what happened. It returns an
 // error only when the journal fails, which stops Run. called, when not
-// nil, is called once the handler has returned, before the outcome is
-// written.
+// nil, is called once the handler has returned and the guards have its
+// verdict, before the outcome is written.
 func (o *Outbox) attempt(ctx context.Context, p *item, h Handler, called func()) error {
 	o.mu.Lock()
 	e, budgeted := p.e, p.budgeted
@@ -198,20 +198,28 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler, called func())
 	sent := o.holdEpoch()
 	err := o.call(hctx, &pol, h, e.Op)
 	release()
-	if called != nil {
-		called()
+	// The slot is free once the guards and the hold know the verdict
+	// (another op of the kind must not start before a hold it asks for),
+	// and before the outcome is written.
+	free := func() {
+		if called != nil {
+			called()
+			called = nil
+		}
 	}
 	end := o.clock.Now()
 	if err == nil {
 		o.clearHold(e.Op.Kind, sent)
 		pr := retry.Progress{Guard: &gc}
 		pol.Succeeded(ctx, &pr)
+		free()
 		e.Trace = endAttempt(e.Trace, end.Sub(start), "", retry.StopSuccess)
 		return o.finish(ctx, p, e, Succeeded, "", nil)
 	}
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx))) {
 		// Run was stopped and cut the attempt short: the op's fault is
 		// unknown, so it stays pending and the cut attempt is given back.
+		free()
 		prev.Next = end
 		if werr := o.save(context.WithoutCancel(ctx), p, prev); werr != nil {
 			return werr
@@ -224,6 +232,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler, called func())
 	if w, why, ok := uncounted(&pol, err, prev); ok {
 		// It did nothing (a snooze, a refusal below, a 409 of an earlier
 		// attempt still running): the attempt is given back.
+		free()
 		return o.snooze(ctx, p, prev, end.Add(w), why, err)
 	}
 	o.mu.Lock()
@@ -242,6 +251,7 @@ func (o *Outbox) attempt(ctx context.Context, p *item, h Handler, called func())
 	p.budgeted = v.Stop == retry.StopNone // Next counted the retry it allowed; one it refused is counted when sent
 	o.mu.Unlock()
 	o.noteHold(e.Op.Kind, end, v.Decision)
+	free()
 	why := reason(a.Reason, "error")
 	switch v.Stop {
 	case retry.StopNone:
