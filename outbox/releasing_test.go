@@ -55,13 +55,7 @@ func TestFailedAttemptWritesOnceOverAReleasingJournal(t *testing.T) {
 		j := &releasingMem{SharedJournal: m.handle()}
 		o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Concurrency: 4, Policy: quickRetry})
 		require.NoError(t, err)
-		var calls atomic.Int32
-		o.Handle("pay", func(context.Context, outbox.Op) error {
-			if calls.Add(1) == 1 {
-				return errors.New("503")
-			}
-			return nil
-		})
+		calls := handlePayFailingOnce(o)
 		stop := startRun(o)
 		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
 		require.NoError(t, err)
@@ -86,13 +80,7 @@ func TestClaimBetweenUpdateReleaseAndTheAttemptsEnd(t *testing.T) {
 		j := &releasingMem{SharedJournal: m.handle(), gate: make(chan struct{})}
 		o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Lease: lease, Concurrency: 4, Policy: quickRetry})
 		require.NoError(t, err)
-		var calls atomic.Int32
-		o.Handle("pay", func(context.Context, outbox.Op) error {
-			if calls.Add(1) == 1 {
-				return errors.New("503")
-			}
-			return nil
-		})
+		calls := handlePayFailingOnce(o)
 		o.Handle("other", func(context.Context, outbox.Op) error { return nil })
 		stop := startRun(o)
 		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
@@ -140,13 +128,7 @@ func TestClaimAfterTheAttemptGaveItsLeaseBack(t *testing.T) {
 		j := &releaseThenWait{SharedJournal: m.handle(), gate: make(chan struct{})}
 		o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Lease: lease, Concurrency: 4, Policy: quickRetry})
 		require.NoError(t, err)
-		var calls atomic.Int32
-		o.Handle("pay", func(context.Context, outbox.Op) error {
-			if calls.Add(1) == 1 {
-				return errors.New("503")
-			}
-			return nil
-		})
+		calls := handlePayFailingOnce(o)
 		o.Handle("other", func(context.Context, outbox.Op) error { return nil })
 		stop := startRun(o)
 		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
@@ -166,4 +148,17 @@ func TestClaimAfterTheAttemptGaveItsLeaseBack(t *testing.T) {
 		assert.Equal(t, outbox.Succeeded, m.get(key).State)
 		assert.ErrorIs(t, stop(), context.Canceled)
 	})
+}
+
+// handlePayFailingOnce makes the "pay" handler of o fail its first call
+// (a 503) and succeed after; it returns the count of its calls.
+func handlePayFailingOnce(o *outbox.Outbox) *atomic.Int32 {
+	calls := new(atomic.Int32)
+	o.Handle("pay", func(context.Context, outbox.Op) error {
+		if calls.Add(1) == 1 {
+			return errors.New("503")
+		}
+		return nil
+	})
+	return calls
 }

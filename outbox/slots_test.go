@@ -39,16 +39,12 @@ func TestSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		j := &gatedUpdate{Journal: fj, gate: make(chan struct{})}
 		o, err := outbox.New(j, outbox.Options{Concurrency: 1})
 		require.NoError(t, err)
-		var calls atomic.Int32
+		calls := new(atomic.Int32)
 		o.Handle("pay", func(context.Context, outbox.Op) error {
 			calls.Add(1)
 			return nil
 		})
-		keys := make([]string, 5)
-		for i := range keys {
-			keys[i], err = o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
-			require.NoError(t, err)
-		}
+		keys := enqueuePays(t, o, 5)
 		stop := startRun(o)
 		synctest.Wait()
 		assert.Equal(t, int32(4), calls.Load(), "four calls with one slot, their outcomes still being written; the fifth waits")
@@ -110,16 +106,12 @@ func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		j := &slowUpdate{SharedJournal: m.handle(), gate: make(chan struct{}), renewed: map[string]int{}}
 		o, err := outbox.New(j, outbox.Options{Lease: lease, Concurrency: 1, PollInterval: time.Second})
 		require.NoError(t, err)
-		var calls atomic.Int32
+		calls := new(atomic.Int32)
 		o.Handle("pay", func(context.Context, outbox.Op) error {
 			calls.Add(1)
 			return nil
 		})
-		keys := make([]string, 5)
-		for i := range keys {
-			keys[i], err = o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
-			require.NoError(t, err)
-		}
+		keys := enqueuePays(t, o, 5)
 		stop := startRun(o)
 		time.Sleep(2 * time.Second) // two polls: every op is due
 		synctest.Wait()
@@ -158,4 +150,16 @@ func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		}
 		assert.ErrorIs(t, stop(), context.Canceled)
 	})
+}
+
+// enqueuePays enqueues n ops of kind "pay" and returns their keys.
+func enqueuePays(t *testing.T, o *outbox.Outbox, n int) []string {
+	t.Helper()
+	keys := make([]string, n)
+	for i := range keys {
+		var err error
+		keys[i], err = o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
+		require.NoError(t, err)
+	}
+	return keys
 }
