@@ -36,3 +36,6 @@ func SetWriteAt(j *FileJournal, fn func(f *os.File, b []byte, off int64) (int, e
 	j.writeAt = fn
 	j.mu.Unlock()
 }
+
+// MaxWriting is how many times Concurrency attempts may be in flight.
+const MaxWriting = maxWriting

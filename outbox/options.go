@@ -51,7 +51,7 @@ type Options struct {
 
 	// Concurrency is how many handler calls Run makes at once [1]. A call
 	// that has returned holds no slot while its outcome is written, so
-	// that the next calls run during the journal's commit (at most four
+	// that the next calls run during the journal's commit (at most eight
 	// times Concurrency attempts are in flight, in their call or their
 	// write); the op is reported done once its outcome is written.
 	Concurrency int

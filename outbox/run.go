@@ -126,8 +126,11 @@ func (o *Outbox) Run(ctx context.Context) error {
 // maxWriting bounds the attempts in flight, as a multiple of Concurrency:
 // those whose handler runs, and those whose outcome is being written. At
 // 2, a claim of ops that failed was cut to the slots left by the writes
-// of the last: a failed attempt over a SharedJournal writes twice.
-const maxWriting = 4
+// of the last: a failed attempt over a SharedJournal writes twice. At 4,
+// a journal that gathers its writes (pgjournal holds up to two batches,
+// one being written and one gathering, 256 writes each) cut the claims of
+// a busy Run at a Concurrency of 100.
+const maxWriting = 8
 
 // attempt makes one attempt of p, or finishes it without one when it is
 // past NotAfter or out of attempts, and writes what happened. It returns an

@@ -32,7 +32,8 @@ func (g *gatedUpdate) Update(ctx context.Context, e outbox.Entry) error {
 
 // A slot is a handler call, in Run over a local journal too: the next op's
 // call starts while the previous outcome is written, its Wait told only
-// once it is, and at most four times Concurrency attempts are in flight.
+// once it is, and at most MaxWriting times Concurrency attempts are in
+// flight.
 func TestSlotFreesWhenTheHandlerReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fj := openJournal(t, filepath.Join(t.TempDir(), "journal"))
@@ -44,10 +45,10 @@ func TestSlotFreesWhenTheHandlerReturns(t *testing.T) {
 			calls.Add(1)
 			return nil
 		})
-		keys := enqueuePays(t, o, 5)
+		keys := enqueuePays(t, o, outbox.MaxWriting+1)
 		stop := startRun(o)
 		synctest.Wait()
-		assert.Equal(t, int32(4), calls.Load(), "four calls with one slot, their outcomes still being written; the fifth waits")
+		assert.Equal(t, int32(outbox.MaxWriting), calls.Load(), "MaxWriting calls with one slot, their outcomes still being written; the last op waits")
 		waited := make(chan error, 1)
 		go func() {
 			_, err := o.Wait(context.Background(), keys[0])
@@ -62,7 +63,7 @@ func TestSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		close(j.gate)
 		require.NoError(t, <-waited)
 		synctest.Wait()
-		assert.Equal(t, int32(5), calls.Load())
+		assert.Equal(t, int32(outbox.MaxWriting+1), calls.Load())
 		for _, k := range keys {
 			_, err := o.Wait(context.Background(), k)
 			require.NoError(t, err, k)
@@ -97,8 +98,8 @@ func (s *slowUpdate) Renew(ctx context.Context, held []outbox.Entry, until time.
 // A slot is a handler call: once a handler returns, the next op's call
 // starts while the outcome is still being written, as a worker pool frees
 // a worker before its completion commits. The op whose outcome waits
-// stays held (its lease renewed, its Wait not yet told), and at most four
-// times Concurrency attempts are in flight.
+// stays held (its lease renewed, its Wait not yet told), and at most
+// MaxWriting times Concurrency attempts are in flight.
 func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = 30 * time.Second
@@ -111,11 +112,11 @@ func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 			calls.Add(1)
 			return nil
 		})
-		keys := enqueuePays(t, o, 5)
+		keys := enqueuePays(t, o, outbox.MaxWriting+1)
 		stop := startRun(o)
 		time.Sleep(2 * time.Second) // two polls: every op is due
 		synctest.Wait()
-		assert.Equal(t, int32(4), calls.Load(), "four calls with one slot, their outcomes still being written; the fifth waits")
+		assert.Equal(t, int32(outbox.MaxWriting), calls.Load(), "MaxWriting calls with one slot, their outcomes still being written; the last op waits")
 
 		waited := make(chan error, 1)
 		go func() {
@@ -137,14 +138,14 @@ func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 			renewed += min(j.renewed[k], 1)
 		}
 		j.mu.Unlock()
-		assert.Equal(t, 4, renewed, "the four ops whose outcomes wait keep their leases")
+		assert.Equal(t, outbox.MaxWriting, renewed, "the ops whose outcomes wait keep their leases")
 		assert.Equal(t, outbox.Pending, m.get(keys[0]).State)
 
 		close(j.gate)
 		require.NoError(t, <-waited)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(5), calls.Load())
+		assert.Equal(t, int32(outbox.MaxWriting+1), calls.Load())
 		for _, k := range keys {
 			assert.Equal(t, outbox.Succeeded, m.get(k).State, k)
 		}

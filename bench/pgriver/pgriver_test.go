@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,11 +48,21 @@ func (k *keep) Cleanup(f func()) { cleanups = append(cleanups, f) }
 
 var cleanups []func()
 
-// counter counts the statements a pool sends.
-type counter struct{ n atomic.Int64 }
+// counter counts the statements a pool sends, and of them the claims
+// (fetches) and the outcome writes (completions): the statements' profile.
+type counter struct {
+	claimSQL, writeSQL string // what a claim's and a write's text contains
+	n, claims, writes  atomic.Int64
+}
 
-func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	switch {
+	case strings.Contains(d.SQL, c.claimSQL):
+		c.claims.Add(1)
+	case strings.Contains(d.SQL, c.writeSQL):
+		c.writes.Add(1)
+	}
 	return ctx
 }
 func (*counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
@@ -80,9 +91,11 @@ type side struct {
 	name string
 	// setup migrates url's database.
 	setup func(b *testing.B, url string)
+	// claimSQL and writeSQL are in the text of the side's claims and of
+	// its outcome writes, and in no other statement's.
+	claimSQL, writeSQL string
 	// start starts a worker instance on url whose handler calls done
-	// (fail is how many times each job fails first), and stops it at
-	// cleanup.
+	// (fail is how many times each job fails first), stops it at
 	// cleanup, and returns its enqueue in a transaction.
 	start func(b *testing.B, url string, c *counter, fail int, done func()) func(tx pgx.Tx) error
 	// enqueueTx enqueues one job in tx.
@@ -92,7 +105,7 @@ type side struct {
 const concurrency = 100 // handler calls at once per instance, both sides
 
 var sides = []side{
-	{name: "pgjournal",
+	{name: "pgjournal", claimSQL: "WITH free AS", writeSQL: "OR key = ANY($12)",
 		setup: func(b *testing.B, url string) {
 			if err := pgjournal.Migrate(context.Background(), newPool(b, url, nil), pgjournal.Options{}); err != nil {
 				b.Fatal(err)
@@ -137,7 +150,7 @@ var sides = []side{
 			}
 		},
 	},
-	{name: "river",
+	{name: "river", claimSQL: "name: JobGetAvailable", writeSQL: "name: JobSetStateIfRunningMany",
 		setup: func(b *testing.B, url string) {
 			m, err := rivermigrate.New(riverpgxv5.New(newPool(b, url, nil)), nil)
 			if err != nil {
@@ -248,7 +261,7 @@ func BenchmarkWork(b *testing.B) {
 							close(all)
 						}
 					}
-					c := &counter{}
+					c := &counter{claimSQL: s.claimSQL, writeSQL: s.writeSQL}
 					b.ResetTimer()
 					for range instances {
 						s.start(b, url, c, fail, done)
@@ -257,6 +270,8 @@ func BenchmarkWork(b *testing.B) {
 					b.StopTimer()
 					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 					b.ReportMetric(float64(c.n.Load())/float64(b.N), "stmts/job")
+					b.ReportMetric(float64(c.claims.Load())/float64(b.N), "claims/job")
+					b.ReportMetric(float64(c.writes.Load())/float64(b.N), "writes/job")
 					b.ReportMetric(0, "ns/op")
 				})
 			}
