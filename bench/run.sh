@@ -4,10 +4,11 @@
 #
 # It needs only Go (the peers and benchstat come from the module proxy);
 # redis-server, if installed, adds the Redis rows; PostgreSQL, if
-# installed, the pgstore and pgjournal rows. With the defaults: 882 s
-# on 2 cores shared with other jobs (load 5-9; the growth steps about 4
-# minutes of it); the steps before them took about 6 minutes on 2 quiet
-# cores. About twice that with COUNT=10. env.txt records the load average
+# installed, the pgstore and pgjournal rows. With the defaults: 524 s
+# on 2 quiet cores (load 0.1-1.3, 2026-12-03), 882 s on 2 cores shared
+# with other jobs (load 5-9; the growth steps about 4 minutes of it).
+# About twice that with COUNT=10. The River comparison is its sibling,
+# bash bench/pgriver/run.sh (about 5 minutes). env.txt records the load average
 # at the start and at the end. Knobs, as environment variables:
 #   COUNT      runs of each benchmark (default 6, the fewest for which benchstat gives a CI)
 #   BENCHTIME  -benchtime of the benchmarks timed by duration (default 100ms)
