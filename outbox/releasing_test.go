@@ -75,27 +75,13 @@ func TestFailedAttemptWritesOnceOverAReleasingJournal(t *testing.T) {
 // after its backoff, not after the lease runs out.
 func TestClaimBetweenUpdateReleaseAndTheAttemptsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const lease = 30 * time.Second
 		m := newMemShared()
 		j := &releasingMem{SharedJournal: m.handle(), gate: make(chan struct{})}
-		o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Lease: lease, Concurrency: 4, Policy: quickRetry})
-		require.NoError(t, err)
-		calls := handlePayFailingOnce(o)
-		o.Handle("other", func(context.Context, outbox.Op) error { return nil })
-		stop := startRun(o)
-		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
-		require.NoError(t, err)
-		synctest.Wait() // the attempt failed, wrote, and waits before it returns
-		require.Equal(t, int32(1), calls.Load())
-
-		time.Sleep(10 * time.Millisecond) // past the op's backoff
-		_, err = o.Enqueue(context.Background(), outbox.Op{Kind: "other"})
-		require.NoError(t, err) // its wake claims, and finds the op free
-		synctest.Wait()
+		calls, key, stop := failPayThenClaim(t, j) // the attempt failed, wrote, and waits before it returns
 		close(j.gate)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(2), calls.Load(), "calls within a second, not after the %v lease", lease)
+		assert.Equal(t, int32(2), calls.Load(), "calls within a second, not after the %v lease", claimLease)
 		assert.Equal(t, outbox.Succeeded, m.get(key).State)
 		assert.ErrorIs(t, stop(), context.Canceled)
 	})
@@ -123,31 +109,44 @@ func (r *releaseThenWait) Release(ctx context.Context, e outbox.Entry) error {
 // last has ended, not after the new lease runs out.
 func TestClaimAfterTheAttemptGaveItsLeaseBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const lease = 30 * time.Second
 		m := newMemShared()
 		j := &releaseThenWait{SharedJournal: m.handle(), gate: make(chan struct{})}
-		o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Lease: lease, Concurrency: 4, Policy: quickRetry})
-		require.NoError(t, err)
-		calls := handlePayFailingOnce(o)
-		o.Handle("other", func(context.Context, outbox.Op) error { return nil })
-		stop := startRun(o)
-		key, err := o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
-		require.NoError(t, err)
-		synctest.Wait() // the attempt gave its lease back, and waits before it ends
-		require.Equal(t, int32(1), calls.Load())
-
-		time.Sleep(10 * time.Millisecond)
-		_, err = o.Enqueue(context.Background(), outbox.Op{Kind: "other"})
-		require.NoError(t, err)
-		synctest.Wait()
+		calls, key, stop := failPayThenClaim(t, j) // the attempt gave its lease back, and waits before it ends
 		assert.Empty(t, m.get(key).Lease, "the claim that found the op gave it back")
 		close(j.gate)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Equal(t, int32(2), calls.Load(), "calls within a second, not after the %v lease", lease)
+		assert.Equal(t, int32(2), calls.Load(), "calls within a second, not after the %v lease", claimLease)
 		assert.Equal(t, outbox.Succeeded, m.get(key).State)
 		assert.ErrorIs(t, stop(), context.Canceled)
 	})
+}
+
+// claimLease is the lease of failPayThenClaim's Outbox.
+const claimLease = 30 * time.Second
+
+// failPayThenClaim runs an Outbox over j (whose wrapper holds the failed
+// attempt's end) with a "pay" op that fails its first attempt; once that
+// attempt is held in j, and past the op's backoff, it enqueues an "other"
+// op whose wake makes Run claim, and finds the op free. It returns the
+// pay handler's calls, the pay op's key and Run's stop.
+func failPayThenClaim(t *testing.T, j outbox.SharedJournal) (calls *atomic.Int32, key string, stop func() error) {
+	t.Helper()
+	o, err := outbox.New(j, outbox.Options{PollInterval: time.Hour, Lease: claimLease, Concurrency: 4, Policy: quickRetry})
+	require.NoError(t, err)
+	calls = handlePayFailingOnce(o)
+	o.Handle("other", func(context.Context, outbox.Op) error { return nil })
+	stop = startRun(o)
+	key, err = o.Enqueue(context.Background(), outbox.Op{Kind: "pay"})
+	require.NoError(t, err)
+	synctest.Wait()
+	require.Equal(t, int32(1), calls.Load())
+
+	time.Sleep(10 * time.Millisecond) // past the op's backoff
+	_, err = o.Enqueue(context.Background(), outbox.Op{Kind: "other"})
+	require.NoError(t, err)
+	synctest.Wait()
+	return calls, key, stop
 }
 
 // handlePayFailingOnce makes the "pay" handler of o fail its first call

@@ -64,6 +64,16 @@ type flight struct {
 	called bool               // the handler returned: the attempt holds no slot while its outcome is written
 }
 
+// flights are the attempts that runShared started and that have not
+// ended, by key.
+type flights map[string]*flight
+
+// busy reports whether the op of key has an attempt in flight here.
+func (fs flights) busy(key string) bool {
+	_, ok := fs[key]
+	return ok
+}
+
 // slotEvent is what an attempt tells runShared: its handler returned
 // (called), or the attempt ended (done). An attempt's events arrive in
 // that order, on one channel.
@@ -84,7 +94,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 	// busy) without one, as River frees a worker before its completion is
 	// written: a batch of outcomes commits while the next claim's calls
 	// run. At most maxWriting times Concurrency attempts are in flight.
-	inFlight := make(map[string]*flight, maxWriting*o.concurrency)
+	inFlight := make(flights, maxWriting*o.concurrency)
 	running := 0                                               // attempts in flight whose handler has not returned
 	events := make(chan slotEvent, 2*maxWriting*o.concurrency) // never blocks: two per attempt in flight
 	slots := func() int { return min(o.concurrency-running, maxWriting*o.concurrency-len(inFlight)) }
@@ -119,7 +129,7 @@ func (o *Outbox) runShared(ctx context.Context) error {
 		// one claim must not use up the time of an op due after it. An op
 		// whose attempt has not yet given its lease back does not count
 		// until it has: a claim before then would not find it.
-		nextDue = earliestFree(o.due, func(k string) bool { _, busy := inFlight[k]; return busy })
+		nextDue = earliestFree(o.due, inFlight.busy)
 		kinds := make([]string, 0, len(o.handlers))
 		for k := range o.handlers {
 			kinds = append(kinds, k)
@@ -238,10 +248,10 @@ func (o *Outbox) runShared(ctx context.Context) error {
 // forgetTaken drops, from the ops put back here, those due by now whose
 // attempt has ended: the claim just made at now found them, or another
 // process holds them.
-func (o *Outbox) forgetTaken(now time.Time, inFlight map[string]*flight) {
+func (o *Outbox) forgetTaken(now time.Time, inFlight flights) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	taken := dueFree(o.due, now, func(k string) bool { _, busy := inFlight[k]; return busy })
+	taken := dueFree(o.due, now, inFlight.busy)
 	for _, p := range taken {
 		heap.Remove(&o.due, p.index) // by index: a removal moves the others
 	}
@@ -266,7 +276,7 @@ func dueClaim(next, last time.Time) time.Time {
 // startShared starts the attempt of a claimed op, whose claim holds until
 // until, and reports whether it did: an op already in flight here keeps
 // its attempt.
-func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, until time.Time, inFlight map[string]*flight, events chan<- slotEvent) bool {
+func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFunc, e Entry, until time.Time, inFlight flights, events chan<- slotEvent) bool {
 	key := e.Op.Key
 	if f, busy := inFlight[key]; busy {
 		// Our own lease lapsed (a pause, renewals that failed) and we
@@ -351,7 +361,7 @@ func (o *Outbox) startShared(ctx context.Context, stopRun context.CancelCauseFun
 // whose lease another process has taken. A failed renewal is tried again
 // at the next tick: a lease that lapses meanwhile only lets another
 // process claim the op, and our write is then fenced off.
-func (o *Outbox) renew(ctx context.Context, inFlight map[string]*flight, now time.Time) {
+func (o *Outbox) renew(ctx context.Context, inFlight flights, now time.Time) {
 	held := make([]Entry, 0, len(inFlight))
 	o.mu.Lock()
 	for _, f := range inFlight {
@@ -382,14 +392,14 @@ const maxRefresh = 500
 
 // refresh finishes, here, the ops enqueued here that another process
 // finished, so that their Waits return.
-func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error {
+func (o *Outbox) refresh(ctx context.Context, inFlight flights) error {
 	var keys []string
 	o.mu.Lock()
 	for k, p := range o.ops {
 		if len(keys) == maxRefresh {
 			break
 		}
-		if _, busy := inFlight[k]; !busy && p.e.State == Pending && !p.redrive {
+		if !inFlight.busy(k) && p.e.State == Pending && !p.redrive {
 			keys = append(keys, k)
 		}
 	}
@@ -401,7 +411,7 @@ func (o *Outbox) refresh(ctx context.Context, inFlight map[string]*flight) error
 	if err != nil {
 		return err
 	}
-	o.settle(es, func(key string) bool { _, busy := inFlight[key]; return busy })
+	o.settle(es, inFlight.busy)
 	return nil
 }
 
