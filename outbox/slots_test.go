@@ -40,11 +40,7 @@ func TestSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		j := &gatedUpdate{Journal: fj, gate: make(chan struct{})}
 		o, err := outbox.New(j, outbox.Options{Concurrency: 1})
 		require.NoError(t, err)
-		calls := new(atomic.Int32)
-		o.Handle("pay", func(context.Context, outbox.Op) error {
-			calls.Add(1)
-			return nil
-		})
+		calls := handlePayCounted(o)
 		keys := enqueuePays(t, o, outbox.MaxWriting+1)
 		stop := startRun(o)
 		synctest.Wait()
@@ -107,11 +103,7 @@ func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		j := &slowUpdate{SharedJournal: m.handle(), gate: make(chan struct{}), renewed: map[string]int{}}
 		o, err := outbox.New(j, outbox.Options{Lease: lease, Concurrency: 1, PollInterval: time.Second})
 		require.NoError(t, err)
-		calls := new(atomic.Int32)
-		o.Handle("pay", func(context.Context, outbox.Op) error {
-			calls.Add(1)
-			return nil
-		})
+		calls := handlePayCounted(o)
 		keys := enqueuePays(t, o, outbox.MaxWriting+1)
 		stop := startRun(o)
 		time.Sleep(2 * time.Second) // two polls: every op is due
@@ -151,6 +143,17 @@ func TestSharedSlotFreesWhenTheHandlerReturns(t *testing.T) {
 		}
 		assert.ErrorIs(t, stop(), context.Canceled)
 	})
+}
+
+// handlePayCounted makes the "pay" handler of o succeed; it returns the
+// count of its calls.
+func handlePayCounted(o *outbox.Outbox) *atomic.Int32 {
+	calls := new(atomic.Int32)
+	o.Handle("pay", func(context.Context, outbox.Op) error {
+		calls.Add(1)
+		return nil
+	})
+	return calls
 }
 
 // enqueuePays enqueues n ops of kind "pay" and returns their keys.
